@@ -1,0 +1,316 @@
+"""`launch(fn, args, world_size)`: run a worker on N processes, get N return values.
+
+The notebook-friendly counterpart of `torchrun`: the same worker function runs
+under both (see `ddp_lessons.runtime.run`). Defined in notebook 00_first_launch.
+
+What it guarantees, each checked by tests/test_launch.py:
+- refuses bad input before any process starts (world size, GPUs, a worker
+  defined in a notebook cell under spawn, CUDA initialised before fork);
+- rendezvous through a FileStore in a private temporary directory: no socket
+  is opened for it, and gloo is kept on the loopback interface;
+- a failing run raises within seconds, naming the rank that failed first;
+- no process, port or temporary file outlives the call, whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from multiprocessing.connection import wait as wait_any
+
+from . import _worker
+from .errors import (CudaForkError, LaunchConfigError, NotebookWorkerError,
+                     WorkerFailed, WorkerTimeout)
+from .progress import make_progress
+
+GRACE_S = 1.0        # after a first failure, how long peers get to report theirs
+TERMINATE_S = 2.0    # SIGTERM, then SIGKILL after this long
+# Messages of a rank that failed only because a peer went away first.
+_COLLATERAL = ("connection closed by peer", "connection reset by peer",
+               "broken pipe", "socket closed", "recv", "communicator was aborted")
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (respects taskset / container limits)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def visible_gpus(start_method: str = "spawn") -> int:
+    """How many CUDA devices the workers could use, without initialising CUDA here."""
+    import torch
+    if not torch.backends.cuda.is_built() and not torch.version.hip:
+        return 0
+    if start_method == "fork" and not torch.cuda.is_initialized():
+        count = getattr(torch.cuda, "_device_count_nvml", lambda: -1)()
+        return max(count, 0)  # NVML query: leaves this process fork-safe
+    return torch.cuda.device_count()
+
+
+def _resolve_backend(backend, world_size, start_method):
+    if backend is None:
+        backend = "nccl" if visible_gpus(start_method) > 0 else "gloo"
+    if backend not in ("gloo", "nccl"):
+        raise LaunchConfigError(f"backend={backend!r} is not supported: use 'gloo' (CPUs) or 'nccl' (GPUs), or None to choose")
+    if backend == "nccl":
+        n = visible_gpus(start_method)
+        if world_size > n:
+            raise LaunchConfigError(
+                f"world_size={world_size} needs {world_size} GPUs with NCCL (one per rank) "
+                f"but {n} visible: use world_size<={n}, or backend='gloo' to run on CPUs")
+    return backend
+
+
+def _check_world_size(world_size):
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        raise LaunchConfigError(f"world_size must be a whole number >= 1, got {world_size!r}")
+
+
+def _defined_in_notebook(fn) -> bool:
+    if getattr(fn, "__module__", None) != "__main__":
+        return False
+    main = sys.modules.get("__main__")
+    code_file = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    return not getattr(main, "__file__", None) or "ipykernel" in code_file or code_file.startswith("<")
+
+
+def _check_spawnable(fn, args, start_method):
+    name = getattr(fn, "__qualname__", repr(fn))
+    if start_method == "fork":
+        return
+    if "<lambda>" in name or "<locals>" in name:
+        raise NotebookWorkerError(
+            f"worker {name!r} is a lambda or nested function, which spawned workers cannot import: "
+            "define it at the top level of a .py module and import it")
+    if _defined_in_notebook(fn):
+        raise NotebookWorkerError(
+            f"worker {name!r} is defined in the notebook, which spawned workers cannot import: "
+            "move it into a .py module and import it (e.g. with %%writefile my_workers.py), "
+            "or pass start_method='fork' (only while CUDA is not initialised in this kernel)")
+    try:
+        pickle.dumps((fn, args))
+    except Exception as exc:  # noqa: BLE001
+        raise NotebookWorkerError(
+            f"cannot send worker {name!r} or its args to spawned workers ({exc}): "
+            "pass module-level functions and plain data") from None
+
+
+def _check_fork(start_method):
+    if start_method != "fork":
+        return
+    import torch
+    if torch.cuda.is_initialized():
+        raise CudaForkError(
+            "CUDA is already initialised in this process, so forked workers cannot use it "
+            "('Cannot re-initialize CUDA in forked subprocess'): use start_method='spawn' with "
+            "the worker in a module, or restart the kernel and launch before anything touches CUDA")
+
+
+def _reserve_port() -> socket.socket:
+    # Bound but never listening: the number stays ours for the run (no other
+    # bind(0) gets it), and nothing accepts connections on it. Workers see it
+    # as MASTER_PORT for code that reads it; the rendezvous itself uses files.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def launch(fn, args=(), world_size: int = 2, backend: str | None = None,
+           timeout: float = 300.0, start_method: str = "spawn",
+           threads: int | None = None, capture_output: bool = True,
+           progress="auto"):
+    """Run `fn(*args)` on `world_size` processes with torch.distributed initialised.
+
+    Returns the list of every rank's return value, in rank order.
+    `backend`: None picks NCCL (one GPU per rank) when GPUs are visible, else gloo.
+    `timeout`: seconds for the whole run; past it the run is stopped and
+    `WorkerTimeout` names the ranks that did not finish.
+    `threads`: torch threads per worker (default: the cores divided among workers).
+    `capture_output`: workers' prints go to a log (quoted on failure), not the cell.
+    `progress`: "auto" shows per-rank steps in a notebook when a run lasts over
+    2 s; a callable gets `(rank, step, total)`; None shows nothing.
+    Defined in notebook 00_first_launch.
+    """
+    _check_world_size(world_size)
+    if start_method not in ("spawn", "fork", "forkserver"):
+        raise LaunchConfigError(f"start_method={start_method!r}: use 'spawn' (default), 'fork' or 'forkserver'")
+    _check_fork(start_method)
+    backend = _resolve_backend(backend, world_size, start_method)
+    _check_spawnable(fn, args, start_method)
+    threads = threads or max(1, cpu_count() // world_size)
+    run = _Run(fn, args, world_size, backend, timeout, start_method, threads,
+               capture_output, make_progress(progress, world_size))
+    try:
+        run.start()
+        return run.wait()
+    finally:
+        run.close()
+
+
+class _Run:
+    """One launch: the processes, their pipes, the private directory, the port."""
+
+    def __init__(self, fn, args, world_size, backend, timeout, start_method,
+                 threads, capture_output, progress):
+        import torch.multiprocessing as tmp
+        self.ctx = tmp.get_context(start_method)
+        self.world_size, self.timeout, self.progress = world_size, timeout, progress
+        self.run_dir = tempfile.mkdtemp(prefix="ddp_lessons-")
+        self.port_sock = _reserve_port()
+        pipes = [self.ctx.Pipe(duplex=False) for _ in range(world_size)]
+        self.readers = [r for r, _ in pipes]
+        self.spec = _worker.WorkerSpec(
+            fn=fn, args=tuple(args), world_size=world_size, backend=backend,
+            run_dir=self.run_dir, master_port=self.port_sock.getsockname()[1],
+            threads=threads, collective_timeout_s=timeout + 30.0,
+            capture_output=capture_output, release=self.ctx.Event(),
+            conns=[w for _, w in pipes])
+        self.procs = []
+        self.done, self.failed = set(), {}   # failed: rank -> observed time
+
+    def start(self):
+        for rank in range(self.world_size):
+            p = self.ctx.Process(target=_worker.child_main, args=(rank, self.spec),
+                                 name=f"ddp_lessons-rank{rank}", daemon=True)
+            p.start()
+            self.procs.append(p)
+        for _, w in [(None, c) for c in self.spec.conns]:
+            w.close()  # the children hold the write ends now
+        self.start_time = time.monotonic()
+
+    # -- the wait loop -------------------------------------------------------
+    def wait(self):
+        deadline = self.start_time + self.timeout
+        while len(self.done) < self.world_size and not self.failed:
+            if time.monotonic() > deadline:
+                self._raise_timeout()
+            self._poll(min(0.1, max(0.0, deadline - time.monotonic())))
+        if self.failed:
+            self._collect_failures()
+            self._raise_failure()
+        self.spec.release.set()
+        self._join_all(10.0)
+        return [self._read(_worker.RESULT.format(r)) for r in range(self.world_size)]
+
+    def _poll(self, timeout):
+        readers = [r for r in self.readers if not r.closed]
+        alive = {p.sentinel: i for i, p in enumerate(self.procs) if i not in self.failed}
+        for obj in wait_any(readers + list(alive), timeout=timeout):
+            now = time.time()
+            if obj in alive:
+                rank = alive[obj]
+                self.procs[rank].join(0)
+                code = self.procs[rank].exitcode
+                if code not in (0, None) or rank not in self.done:
+                    self._drain(self.readers[rank])
+                    if rank not in self.done:
+                        self.failed.setdefault(rank, now)
+            else:
+                self._drain(obj)
+
+    def _drain(self, reader):
+        rank = self.readers.index(reader)
+        try:
+            while not reader.closed and reader.poll():
+                msg = reader.recv()
+                if msg[0] == "progress" and self.progress:
+                    self.progress(rank, msg[1], msg[2])
+                elif msg[0] == "done":
+                    self.done.add(rank)
+                elif msg[0] == "error":
+                    self.failed.setdefault(rank, time.time())
+        except (EOFError, OSError):
+            reader.close()
+
+    # -- failure reports -----------------------------------------------------
+    def _collect_failures(self):
+        # Peers of a failed rank fail a moment later in their collectives:
+        # give them a moment, so the root cause can be told from the collateral.
+        end = time.monotonic() + GRACE_S
+        while time.monotonic() < end and len(self.failed) + len(self.done) < self.world_size:
+            self._poll(0.05)
+
+    def _failure(self, rank):
+        path = os.path.join(self.run_dir, _worker.ERROR.format(rank))
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        code = self.procs[rank].exitcode
+        how = (f"was killed by signal {-code}" if code is not None and code < 0
+               else f"exited with code {code} without raising")
+        return {"time": self.failed[rank], "type": None, "message": how,
+                "traceback": self._log_tail(rank)}
+
+    def _raise_failure(self):
+        reports = {r: self._failure(r) for r in self.failed}
+
+        def collateral(rep):
+            return rep["type"] is not None and any(s in rep["message"].lower() for s in _COLLATERAL)
+        roots = [r for r in reports if not collateral(reports[r])] or list(reports)
+        root = min(roots, key=lambda r: reports[r]["time"])
+        rep = reports[root]
+        others = tuple(sorted(r for r in reports if r != root))
+        what = f"raised {rep['type']}: {_first_line(rep['message'])}" if rep["type"] else rep["message"]
+        after = (f"; rank(s) {', '.join(map(str, others))} failed after it (their collectives lost a partner)"
+                 if others else "")
+        msg = f"rank {root} {what}{after}. Fix the error in the worker; its traceback follows."
+        tb = rep["traceback"]
+        raise WorkerFailed(msg + ("\n" + tb if tb else ""), rank=root,
+                           worker_traceback=tb, collateral=others)
+
+    def _raise_timeout(self):
+        unfinished = tuple(r for r in range(self.world_size) if r not in self.done)
+        finished = tuple(sorted(self.done))
+        raise WorkerTimeout(
+            f"rank(s) {', '.join(map(str, unfinished))} did not finish within {self.timeout:g} s"
+            + (f" (rank(s) {', '.join(map(str, finished))} did)" if finished else "")
+            + ": a collective is waiting for a rank that never called it, or the work is slow; "
+            "make every rank call the same collectives in the same order, or raise timeout=",
+            unfinished=unfinished, finished=finished)
+
+    def _log_tail(self, rank, lines=20):
+        path = os.path.join(self.run_dir, _worker.LOG.format(rank))
+        try:
+            with open(path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def _read(self, name):
+        with open(os.path.join(self.run_dir, name), "rb") as f:
+            return pickle.load(f)
+
+    # -- teardown ------------------------------------------------------------
+    def _join_all(self, timeout):
+        end = time.monotonic() + timeout
+        for p in self.procs:
+            p.join(max(0.0, end - time.monotonic()))
+
+    def close(self):
+        """Stop every worker still running, then remove the directory and port."""
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()  # a rank blocked in a C++ collective ignores SIGINT
+        self._join_all(TERMINATE_S)
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+                p.join()
+        for r in self.readers:
+            r.close()
+        if self.progress:
+            self.progress.close()
+        self.port_sock.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def _first_line(text):
+    lines = [s for s in str(text).strip().splitlines() if s.strip()]
+    return lines[0] if lines else ""

@@ -1,0 +1,152 @@
+"""Run records: what ran, on what, and every rank's per-step numbers, as JSON.
+
+A record is a dict with a schema name and version, the configuration, the
+hardware and software (`machine_info()`), and the results. Records live in
+`data/runs/`; `save` writes atomically and never replaces an existing record
+unless asked; `load` refuses a corrupt file or another schema version with a
+message that says what to do. Defined in notebook 00_first_launch.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+SCHEMA = "ddp-lessons/run"
+SCHEMA_VERSION = 1
+RUNS_DIR = Path(__file__).resolve().parents[2] / "data" / "runs"
+
+
+class RecordError(ValueError):
+    """A run record that cannot be read or written as asked."""
+
+
+def machine_info(backend: str | None = None) -> dict:
+    """Hardware and software of this machine: devices, CPUs, torch, NCCL, Python."""
+    import torch
+    info = {"python": platform.python_version(),
+            "platform": platform.platform(), "cpu_count": os.cpu_count(),
+            "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+            "cpu_model": _cpu_model(), "torch": torch.__version__,
+            "cuda": torch.version.cuda, "gloo": torch.distributed.is_gloo_available(),
+            "backend": backend, "gpus": [], "nccl": None, "driver": None}
+    if torch.cuda.is_available():
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        info["driver"] = _nvidia_smi("--query-gpu=driver_version", "--format=csv,noheader")
+    return info
+
+
+def gpu_topology() -> str | None:
+    """`nvidia-smi topo -m`, or None where there is no NVIDIA GPU."""
+    return _nvidia_smi("topo", "-m")
+
+
+def _nvidia_smi(*args):
+    try:
+        out = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if args[0].startswith("--query") and out.stdout else out.stdout
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def make_record(kind: str, config: dict, results, backend: str | None = None, **extra) -> dict:
+    """A new record of `kind` (e.g. 'allreduce', 'case1') with this machine's info."""
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "kind": kind,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_info(backend), "config": config, "results": results, **extra}
+
+
+def _path(name_or_path, runs_dir):
+    p = Path(name_or_path)
+    if p.suffix != ".json":
+        p = p.with_suffix(".json")
+    return p if p.is_absolute() or p.parent != Path(".") else Path(runs_dir) / p
+
+
+def save(record: dict, name: str, runs_dir=RUNS_DIR, overwrite: bool = False) -> Path:
+    """Write `record` to runs_dir/name.json atomically; refuse to replace one."""
+    path = _path(name, runs_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True, default=_jsonable)
+            f.write("\n")
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # atomic, and fails if the name is taken
+            except FileExistsError:
+                raise RecordError(f"{path} exists: pass overwrite=True to replace it, or choose another name") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _jsonable(obj):
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    return str(obj)
+
+
+def load(name_or_path, runs_dir=RUNS_DIR) -> dict:
+    """Read a record; a clear RecordError if it is corrupt or of another schema."""
+    path = _path(name_or_path, runs_dir)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise RecordError(f"no run record at {path}: record it first (see README, 'Recording GPU runs')") from None
+    try:
+        rec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}): "
+                          "the file is corrupt; record the run again") from None
+    if not isinstance(rec, dict) or rec.get("schema") != SCHEMA:
+        raise RecordError(f"{path} is not a ddp-lessons run record (no schema {SCHEMA!r})")
+    version = rec.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"{path} has schema version {version}, this ddp-lessons reads version "
+                          f"{SCHEMA_VERSION}: record the run again with this version")
+    return rec
+
+
+def list_records(kind: str | None = None, runs_dir=RUNS_DIR) -> list[str]:
+    """Names of the records in runs_dir (of one `kind` if given), sorted."""
+    names = []
+    for p in sorted(Path(runs_dir).glob("*.json")):
+        try:
+            rec = load(p)
+        except RecordError:
+            continue
+        if kind is None or rec.get("kind") == kind:
+            names.append(p.stem)
+    return names
+
+
+def describe_machine(rec: dict) -> str:
+    """One line naming the hardware and versions a record was made on."""
+    m = rec["machine"]
+    dev = f"{len(m['gpus'])}x {m['gpus'][0]}" if m.get("gpus") else f"{m.get('cpu_affinity') or m['cpu_count']} CPU cores ({m.get('cpu_model')})"
+    extra = f", NCCL {m['nccl']}, driver {m['driver']}" if m.get("nccl") else ""
+    return f"{dev}; torch {m['torch']}{extra}; Python {m['python']}; recorded {rec['created'][:10]}"
