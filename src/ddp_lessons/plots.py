@@ -8,7 +8,9 @@
   bucket's all-reduce on a time axis, so overlap is visible;
 - `bandwidth`: all-reduce time and busbw over message size, with the fitted
   latency + bytes/bandwidth model.
-Every function returns the matplotlib Figure. Defined in notebook 00_first_launch.
+Every function returns the matplotlib Figure, already closed: a notebook shows
+it once, as the cell's value, and pyplot keeps no reference to it.
+Defined in notebook 00_first_launch.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def step_breakdown(rank_times: list[dict], title: str = "", skip: int = 0, unit:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    plt.close(fig)
     return fig
 
 
@@ -66,6 +69,7 @@ def timeline(rank_times: list[dict], step: int = -1, title: str = "", unit: floa
     ax.legend(fontsize=7, loc="lower right", ncol=4)
     ax.set_title(title or f"one step (step {rank_times[0]['steps'][step]['step']})")
     fig.tight_layout()
+    plt.close(fig)
     return fig
 
 
@@ -87,4 +91,5 @@ def bandwidth(series: list[tuple], title: str = "all-reduce over message size"):
     a2.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
+    plt.close(fig)
     return fig

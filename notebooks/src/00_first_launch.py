@@ -1,0 +1,251 @@
+# %% [markdown]
+# # 00 · A first launch: workers, all-reduce, and where a step's time goes
+#
+# **What you will learn**
+# - how to start real multi-process DDP runs from a notebook with `ddp_lessons.launch`, and what it refuses;
+# - what an all-reduce costs on this machine, as latency + bytes / bandwidth, in the units nccl-tests uses;
+# - how to read a step's time on every rank: compute, all-reduce, and the part of the all-reduce the backward pass could not hide.
+#
+# **Builds on:** PyTorch basics (a model, a loss, `loss.backward()`, an optimizer). **Next:** `01_case1_broken.ipynb`.
+#
+# The course rebuilds two real questions whose DDP runs were slower on several GPUs than on one:
+#
+# | notebook | what it answers |
+# |---|---|
+# | `00_first_launch` | how to launch and time DDP workers; what an all-reduce costs here |
+# | `01_case1_broken` | case 1 (2 GPUs, plain DDP, M3AE VQA): does the posted script split the work? where does its time go? |
+# | `02_case1_answer` | which of the accepted answer's fixes hold, one at a time and together |
+# | `03_case1_beyond` | what the answer missed: evaluation, unused heads, buckets and overlap, loaders, mixed precision; why 133 s > 105 s; a setup that scales |
+# | `04_case2_lightning` | case 2 (3 GPUs, Lightning): the posted test, through the helper and through Lightning's own launcher |
+# | `05_case2_where_time_goes` | the wall time taken apart: start-up, validation, logging, data, NVML, compute, all-reduce |
+# | `06_case2_breakeven` | "is my model too simple?": from which size on 3 workers beat 1, predicted and measured |
+
+# %%
+import torch
+from ddp_lessons import launch, toy, bench, plots, records, exercises
+from ddp_lessons.timing import median_step
+
+# %% [markdown]
+# ## What this machine has
+# Everything measured live in this notebook ran on the machine below (your numbers will differ from the stored ones).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+info = records.machine_info()
+{k: info[k] for k in ("cpu_count", "cpu_affinity", "cpu_model", "torch", "python", "gpus", "nccl")}
+
+# %%
+print("gloo available:", info["gloo"])
+print("backend launch will pick:", "nccl" if torch.cuda.is_available() else "gloo")
+
+# %% [markdown]
+# ## A first launch
+# `launch(fn, args, world_size=N)` starts N processes, initialises `torch.distributed` in each (gloo here),
+# runs `fn(*args)` and returns every rank's return value, in rank order. `toy.hello` all-reduces `rank + 1`:
+# with 2 ranks every rank ends up holding 1 + 2 = 3.
+
+# %%
+out = launch(toy.hello, world_size=2)
+for r in out:
+    print(f"rank {r['rank']} of {r['world_size']} ({r['backend']}): sum = {r['sum']:g}, "
+          f"RANK={r['env']['RANK']} MASTER_ADDR={r['env']['MASTER_ADDR']}, torch threads = {r['threads']}")
+
+# %% [markdown]
+# The workers set the same variables `torchrun` sets (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`,
+# `MASTER_PORT`), so the same function runs unchanged under
+# `torchrun --standalone --nproc_per_node 2 -m ddp_lessons hello`. The cores are divided among the
+# workers (1 thread each on 2 cores): without that, ranks that share cores fight over them.
+#
+# ## The errors you will meet, and what to do
+# A function defined in a notebook cell cannot reach spawned workers (they import it by name and a
+# notebook has no module to import). `launch` says so before it starts anything:
+
+# %%
+def my_worker():
+    return 1
+
+try:
+    launch(my_worker, world_size=2)
+except Exception as e:
+    print(type(e).__name__, "|", e.summary)
+
+# %% [markdown]
+# Fork copies the kernel instead, so a cell's function works, as long as CUDA is untouched in the kernel
+# (a forked child cannot re-initialise it). `launch` checks `torch.cuda.is_initialized()` before forking:
+
+# %%
+print("CUDA initialised in this kernel:", torch.cuda.is_initialized())
+print(launch(my_worker, world_size=2, start_method="fork"))
+
+# %% [markdown]
+# Asking for more NCCL ranks than there are GPUs is refused before any process starts:
+
+# %%
+try:
+    launch(toy.hello, world_size=2, backend="nccl")
+except Exception as e:
+    print(type(e).__name__, "|", e.summary)
+
+# %% [markdown]
+# A worker that raises: `launch` names the rank that failed **first** (the other rank fails a moment later,
+# when its all-reduce loses its partner, and is reported as collateral) and carries the worker's traceback.
+
+# %%
+try:
+    launch(toy.fail_on, (1, "raise"), world_size=2)
+except Exception as e:
+    print(type(e).__name__, "| rank", e.rank, "|", e.summary)
+    print("traceback ends with:", e.worker_traceback.strip().splitlines()[-1])
+
+# %% [markdown]
+# A collective that never completes (rank 1 skips the all-reduce rank 0 waits in) would hang for the
+# backend's default 30 minutes; `launch` stops the run at its `timeout` and names the ranks that did not finish:
+
+# %%
+try:
+    launch(toy.fail_on, (1, "skip"), world_size=2, timeout=3)
+except Exception as e:
+    print(type(e).__name__, "|", e.summary)
+
+# %% [markdown]
+# After each of these, no worker process, port or temporary file is left, and the next launch works
+# (tests/test_launch.py checks each case, and interrupting the kernel too).
+#
+# ## What an all-reduce costs here
+# `bench.allreduce_sweep` times all-reduces of float32 tensors from 4 KiB to 16 MiB on every rank.
+# As in nccl-tests: **algbw** = bytes / time, and **busbw** = algbw · 2(n−1)/n, the rate each link
+# must sustain in a ring all-reduce (comparable with a link's bandwidth whatever the number of ranks n).
+
+# %%
+sizes = bench.default_sizes(4 * 1024, 16 * 2**20)
+sweep = launch(bench.allreduce_sweep, (sizes, 30, 3), world_size=2)
+rows = bench.summarize(sweep)
+fit = bench.fit_latency_bandwidth(rows)
+print(len(rows), "message sizes on", sweep[0]["world_size"], "ranks,", sweep[0]["backend"])
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for r in rows[::2]:
+    print(f"{r['bytes']:>10,d} B  {r['time'] * 1e6:9.0f} us  algbw {r['algbw'] / 1e9:5.2f} GB/s  busbw {r['busbw'] / 1e9:5.2f} GB/s")
+print(f"fit: {fit['latency'] * 1e6:.0f} us + bytes / {fit['bandwidth'] / 1e9:.2f} GB/s")
+
+# %%
+plots.bandwidth([("live: 2 gloo ranks on this CPU", rows, fit)])
+
+# %% [markdown]
+# Small messages cost about the latency whatever their size; large ones cost their bytes over the
+# bandwidth. The check below holds on any machine: 16 MiB takes much longer than 4 KiB; by the fitted
+# model, 4 KiB costs mostly latency and 16 MiB mostly bytes / bandwidth.
+
+# %%
+small, big = rows[0], rows[-1]
+assert big["time"] > 5 * small["time"]
+assert small["bytes"] / fit["bandwidth"] < fit["latency"] < big["bytes"] / fit["bandwidth"] / 5
+print("small messages latency-bound, large ones bandwidth-bound: yes")
+
+# %% [markdown]
+# Move the slider to see what the fitted model predicts for a message size (it uses the numbers
+# measured above; nothing is re-run). The plain call next to it is the checked output.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import ipywidgets as widgets
+
+def predicted(log2_bytes=20):
+    n = 2 ** log2_bytes
+    bound = "latency" if fit["latency"] > n / fit["bandwidth"] else "bandwidth"
+    return f"{n:,d} B: predicted {bench.predict_time(n, fit) * 1e6:,.0f} us ({bound}-bound)"
+
+widgets.interact(lambda log2_bytes: print(predicted(log2_bytes)),
+                 log2_bytes=widgets.IntSlider(value=20, min=10, max=30, description="log2 bytes"));
+
+# %%
+print(predicted(10).split("(")[-1], predicted(26).split("(")[-1])
+
+# %% [markdown]
+# A learner's GPU box runs the same sweep with NCCL: `python -m ddp_lessons allreduce --nproc 2 --record NAME`.
+# A recording on several GPUs appears here once it exists (it needs a machine with several GPUs):
+
+# %%
+gpu_sweeps = [n for n in records.list_records("allreduce") if "h200x" in n]
+for name in gpu_sweeps:
+    rec = records.load(name)
+    print(name, "|", records.describe_machine(rec))
+print(len(gpu_sweeps) > 0 or "no multi-GPU all-reduce recording yet")
+
+# %% [markdown]
+# ## Where a step's time goes
+# `toy.train_mlp` trains a small MLP with DDP and times every step on every rank with `timing.StepTimer`:
+# data wait, forward, backward, optimizer, and each gradient bucket's all-reduce, timed inside a DDP
+# communication hook. With 1 MB buckets the 3.2 MB of gradients go out in several all-reduces per step.
+
+# %%
+steps = launch(toy.train_mlp, (20, 512, 4, 64, 1.0), world_size=2)
+s = steps[0]["steps"][5]
+print("gradient bytes per rank:", steps[0]["grad_bytes"])
+print("all-reduce calls per step (step 0, then after DDP rebuilt its buckets):",
+      steps[0]["steps"][0]["allreduce_calls"], "then", s["allreduce_calls"])
+print("bytes all-reduced per step:", s["allreduce_bytes"])
+
+# %%
+plots.step_breakdown(steps, title="small MLP, 2 gloo ranks: time per step", skip=2)
+
+# %% [markdown]
+# The red part is **exposed** communication: the time between the last bucket becoming ready (backward
+# compute done) and the last all-reduce finishing. The black line is the whole all-reduce busy time; what
+# lies above the red bar ran while backward was still computing, hidden. The timeline shows one step:
+
+# %%
+plots.timeline(steps, step=10)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for r in steps:
+    m = median_step(r)
+    print(f"rank {r['rank']}: step {m['step_time'] * 1e3:.1f} ms = forward {m['forward'] * 1e3:.1f} + backward {m['backward'] * 1e3:.1f} "
+          f"(of which exposed all-reduce {m['exposed'] * 1e3:.1f}) + optimizer {m['optimizer'] * 1e3:.1f}; all-reduce busy {m['allreduce'] * 1e3:.1f} ms")
+
+# %% [markdown]
+# ## Can the timer be trusted?
+# Two cross-checks. First, make every bucket's all-reduce 20 ms slower (a known delay inside the hook):
+# the measured all-reduce must move by 20 ms per call. Second, DDP keeps timings of its own
+# (`_get_ddp_logging_data`, private but present in torch 2.x): its exposed time must agree with ours.
+
+# %%
+slow = launch(toy.train_mlp, (12, 256, 2, 16, 25.0, True, 0.02, None, True), world_size=2)
+base = launch(toy.train_mlp, (12, 256, 2, 16, 25.0, True, 0.0), world_size=2)
+moved = median_step(slow[0])["allreduce"] - median_step(base[0])["allreduce"]
+ours = median_step(slow[0])["exposed"]
+theirs = sorted(d["exposed"] for d in slow[0]["ddp_logging"][2:])[len(slow[0]["ddp_logging"][2:]) // 2]
+assert 0.014 < moved < 0.03, moved
+assert abs(ours - theirs) < 0.25 * theirs + 0.003, (ours, theirs)
+print("a 20 ms delay moved the measured all-reduce by 20 ms (within tolerance): yes")
+print("StepTimer's exposed time agrees with DDP's own logging (within 25%): yes")
+
+# %% [markdown]
+# ## Summary
+# - `launch` runs real DDP workers from a notebook, refuses what cannot work before starting, names the
+#   rank that failed first, and leaves nothing behind.
+# - An all-reduce costs about latency + bytes / bandwidth; busbw = algbw · 2(n−1)/n is the per-link rate.
+# - A step's time splits into compute and the all-reduce's exposed part; what overlaps backward is hidden.
+#
+# ## Exercises
+# Replace each `...` with your answer and run the cell.
+#
+# **00.1** An all-reduce on 4 ranks reached algbw = 12 GB/s. What busbw is that, in GB/s?
+
+# %%
+exercises.check("00.1", ...)
+
+# %% [markdown]
+# **00.2** With a latency of 50 µs and an algbw of 4 GB/s, how long (in µs) does the all-reduce of
+# case 2's gradients take (134,657 float32 parameters = 538,628 bytes)? Is it latency- or bandwidth-bound?
+
+# %%
+exercises.check("00.2", ...)
+
+# %% [markdown]
+# **00.3** `launch(toy.fail_on, (2, "raise"), world_size=4)`: which rank does the error name? Try it.
+
+# %%
+exercises.check("00.3", ...)

@@ -1,0 +1,54 @@
+"""The worker of benchmarks/timing_overhead.py: one DDP loop, timer on or off.
+
+Kept in the package so the benchmark runs unchanged on the lent GPU machine
+(`python benchmarks/timing_overhead.py --nproc 1`) and under torchrun.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from . import runtime
+from .timing import StepTimer
+from .toy import mlp
+
+
+def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, timed: bool,
+                          warmup: int = 5) -> float:
+    """Mean seconds per step after `warmup` steps; the same loop either way."""
+    torch.manual_seed(0)
+    dev = runtime.device()
+    model = DDP(mlp(width, depth).to(dev), device_ids=[dev.index] if dev.type == "cuda" else None)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(batch, 32, device=dev)
+    y = torch.randn(batch, 1, device=dev)
+    timer = StepTimer(model, enabled=timed)
+    for i in range(warmup + steps):
+        if i == warmup:
+            _sync(dev)
+            dist.barrier()
+            t0 = time.perf_counter()
+        for _ in timer.data([None]):
+            with timer.phase("forward"):
+                loss = nn.functional.mse_loss(model(x), y)
+            with timer.phase("backward"):
+                loss.backward()
+            with timer.phase("optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            timer.step_done()
+    _sync(dev)  # note: the one CPU-GPU sync, after the timed loop
+    elapsed = time.perf_counter() - t0
+    if timed:
+        timer.result()  # reading the events is part of the instrumented cost
+    return elapsed / steps
+
+
+def _sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)

@@ -1,0 +1,61 @@
+"""Run records: atomic saves, no silent overwrite, clear errors on bad files."""
+
+import json
+import os
+
+import pytest
+
+from ddp_lessons import records
+from ddp_lessons.records import RecordError
+
+
+def _rec():
+    return records.make_record("test", {"world_size": 2}, [{"rank": 0, "steps": []}])
+
+
+def test_round_trip_names_the_machine(tmp_path):
+    path = records.save(_rec(), "r1", runs_dir=tmp_path)
+    assert path == tmp_path / "r1.json"
+    rec = records.load("r1", runs_dir=tmp_path)
+    assert rec["schema_version"] == records.SCHEMA_VERSION and rec["kind"] == "test"
+    for key in ("torch", "python", "cpu_count", "gpus", "nccl", "gloo"):
+        assert key in rec["machine"]
+    assert "torch" in records.describe_machine(rec)
+    assert records.list_records("test", runs_dir=tmp_path) == ["r1"]
+
+
+def test_existing_record_is_never_overwritten_silently(tmp_path):
+    records.save(_rec(), "r1", runs_dir=tmp_path)
+    with pytest.raises(RecordError, match="exists: pass overwrite=True"):
+        records.save(_rec() | {"config": {"changed": True}}, "r1", runs_dir=tmp_path)
+    assert records.load("r1", runs_dir=tmp_path)["config"] == {"world_size": 2}
+    records.save(_rec() | {"config": {"changed": True}}, "r1", runs_dir=tmp_path, overwrite=True)
+    assert records.load("r1", runs_dir=tmp_path)["config"] == {"changed": True}
+    assert sorted(os.listdir(tmp_path)) == ["r1.json"]  # no temporary file left
+
+
+def test_corrupt_file_gives_a_clear_error(tmp_path):
+    (tmp_path / "bad.json").write_text('{"schema": "ddp-lessons/run", "schema_ver')
+    with pytest.raises(RecordError, match="not valid JSON.*record the run again"):
+        records.load("bad", runs_dir=tmp_path)
+
+
+def test_older_schema_gives_a_clear_error(tmp_path):
+    rec = _rec() | {"schema_version": 0}
+    (tmp_path / "old.json").write_text(json.dumps(rec))
+    with pytest.raises(RecordError, match="schema version 0, this ddp-lessons reads version 1"):
+        records.load("old", runs_dir=tmp_path)
+
+
+def test_missing_and_foreign_files(tmp_path):
+    with pytest.raises(RecordError, match="no run record"):
+        records.load("nope", runs_dir=tmp_path)
+    (tmp_path / "other.json").write_text("[1, 2]")
+    with pytest.raises(RecordError, match="not a ddp-lessons run record"):
+        records.load("other", runs_dir=tmp_path)
+
+
+def test_every_committed_record_loads():
+    for name in records.list_records():
+        rec = records.load(name)
+        assert rec["machine"]["torch"]
