@@ -17,7 +17,7 @@ $(BIN)/python:
 # torch first and pinned: a bare `torch` requirement would pull a CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(TORCH)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 

@@ -5,17 +5,16 @@ down. `launch` is timed from a Python process that already imported torch
 (a notebook kernel's situation); torchrun is timed as the whole command a
 learner types. Prints each run and the median ratio launch / torchrun.
 
-    python benchmarks/launch_vs_torchrun.py [--repeats 7] [--nproc 2] [--json OUT]
+    python benchmarks/launch_vs_torchrun.py [--repeats 7] [--nproc 2] [--record NAME]
 """
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import time
 
-from ddp_lessons import launch, toy
+from ddp_lessons import launch, records, toy
 
 
 def time_launch(n):
@@ -37,7 +36,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--nproc", type=int, default=2)
-    p.add_argument("--json")
+    p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     args = p.parse_args()
     time_launch(args.nproc)  # warm the page cache for both
     rows = []
@@ -48,9 +47,10 @@ def main():
     ratio = statistics.median(a / b for a, b in rows)
     print(f"median launch {statistics.median(a for a, _ in rows):.2f} s, "
           f"torchrun {statistics.median(b for _, b in rows):.2f} s, median ratio {ratio:.2f}")
-    if args.json:
-        json.dump({"launch": [a for a, _ in rows], "torchrun": [b for _, b in rows], "median_ratio": ratio},
-                  open(args.json, "w"), indent=1)
+    if args.record:
+        rec = records.make_record("launch-vs-torchrun", vars(args), {"launch": [a for a, _ in rows],
+                                  "torchrun": [b for _, b in rows], "median_ratio": ratio}, backend="gloo")
+        print("saved", records.save(rec, args.record, overwrite=True))
 
 
 if __name__ == "__main__":

@@ -5,14 +5,13 @@ compares the median wall time per step (host clock around the whole loop,
 synchronised once at the end on GPUs). The instrumented step should be within
 3% of the uninstrumented one.
 
-    python benchmarks/timing_overhead.py [--nproc 2] [--steps 60] [--width 1024] [--json OUT]
+    python benchmarks/timing_overhead.py [--nproc 2] [--steps 60] [--width 1024] [--record NAME]
 """
 
 import argparse
-import json
 import statistics
 
-from ddp_lessons import runtime
+from ddp_lessons import records, runtime
 from ddp_lessons.overhead import loop_seconds_per_step
 
 
@@ -25,7 +24,7 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--backend", default=None)
-    p.add_argument("--json")
+    p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     args = p.parse_args()
     rows = []
     for i in range(args.pairs):
@@ -40,9 +39,10 @@ def main():
     off = statistics.median(r[False] for r in rows)
     on = statistics.median(r[True] for r in rows)
     print(f"median: off {off * 1e3:.3f} ms/step, on {on * 1e3:.3f} ms/step, overhead {on / off - 1:+.2%}")
-    if args.json:
-        json.dump({"off": [r[False] for r in rows], "on": [r[True] for r in rows],
-                   "overhead": on / off - 1, "args": vars(args)}, open(args.json, "w"), indent=1)
+    if args.record:
+        rec = records.make_record("overhead", vars(args), {"off": [r[False] for r in rows], "on": [r[True] for r in rows],
+                                                           "overhead": on / off - 1}, backend=args.backend)
+        print("saved", records.save(rec, args.record, overwrite=True))
 
 
 if __name__ == "__main__":

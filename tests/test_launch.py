@@ -81,10 +81,16 @@ def test_bad_world_size_refused_before_start(bad):
         launch(toy.hello, world_size=bad)
 
 
-def test_more_nccl_ranks_than_gpus_refused():
+def test_more_nccl_ranks_than_gpus_refused(monkeypatch):
     n = torch.cuda.device_count()
-    with pytest.raises(LaunchConfigError, match=rf"needs {n + 1} GPUs with NCCL .* backend='gloo'"):
+    want = rf"needs {n + 1} GPUs with NCCL .* backend='gloo'" if n else "needs GPUs and none is visible"
+    with pytest.raises(LaunchConfigError, match=want):
         launch(toy.hello, world_size=n + 1, backend="nccl")
+    # As on a one-GPU machine (the count is all the check reads):
+    monkeypatch.setattr(sys.modules["ddp_lessons.launch"], "visible_gpus", lambda start_method="spawn": 1)
+    with pytest.raises(LaunchConfigError, match=r"world_size=2 needs 2 GPUs with NCCL \(one per rank\) but 1 visible: "
+                                                 r"use world_size<=1, or backend='gloo'"):
+        launch(toy.hello, world_size=2, backend="nccl")
 
 
 def test_notebook_defined_worker_refused_under_spawn(monkeypatch):

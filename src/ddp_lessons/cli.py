@@ -23,6 +23,7 @@ COMMANDS = {
     "hello": "ddp_lessons.cli:_hello_command",
     "allreduce": "ddp_lessons.cli:_allreduce_command",
     "train-mlp": "ddp_lessons.cli:_train_mlp_command",
+    "error-demos": "ddp_lessons.cli:_error_demos_command",
     "case1": "ddp_lessons.case1:cli_command",
     "make-vqa-data": "ddp_lessons.vqa_data:cli_command",
     "case2": "ddp_lessons.case2:cli_command",
@@ -115,6 +116,33 @@ def _train_mlp_command(p):
             print(f"rank {r['rank']}: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in m.items()
                                                    if k in ("step_time", "allreduce", "exposed")))
         save_record(args, "train-mlp", vars(args) | {"record": None}, out)
+    return run
+
+
+def _error_demos_command(p):
+    p.add_argument("--record", metavar="NAME")
+    p.add_argument("--overwrite", action="store_true")
+
+    def run(args):
+        """The launcher's refusals as a learner meets them on a GPU machine."""
+        import torch
+        from .launch import launch
+        demos = {}
+
+        def attempt(name, **kw):
+            try:
+                launch(toy.hello, **kw)
+                demos[name] = "no error"
+            except Exception as exc:  # noqa: BLE001 - recorded as seen
+                demos[name] = f"{type(exc).__name__}: {exc.summary if hasattr(exc, 'summary') else exc}"
+            print(f"{name}: {demos[name]}")
+        n = torch.cuda.device_count()
+        attempt("too_many_nccl_ranks", world_size=n + 1, backend="nccl")
+        attempt("fork_before_cuda", world_size=min(2, max(n, 1)), start_method="fork")
+        torch.zeros(1, device="cuda") if n else None  # touch CUDA in this process
+        attempt("fork_after_cuda", world_size=min(2, max(n, 1)), start_method="fork")
+        args.backend = "nccl" if n else "gloo"
+        save_record(args, "error-demos", {"gpus": n}, demos)
     return run
 
 

@@ -61,6 +61,9 @@ def _resolve_backend(backend, world_size, start_method):
         raise LaunchConfigError(f"backend={backend!r} is not supported: use 'gloo' (CPUs) or 'nccl' (GPUs), or None to choose")
     if backend == "nccl":
         n = visible_gpus(start_method)
+        if n == 0:
+            raise LaunchConfigError("backend='nccl' needs GPUs and none is visible: use backend='gloo' "
+                                    "(or None) to run on CPUs")
         if world_size > n:
             raise LaunchConfigError(
                 f"world_size={world_size} needs {world_size} GPUs with NCCL (one per rank) "
