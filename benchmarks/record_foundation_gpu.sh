@@ -9,5 +9,8 @@ $py -m ddp_lessons info
 $py -m ddp_lessons error-demos --record errors-h200 --overwrite
 $py -m ddp_lessons train-mlp --nproc 1 --backend nccl --steps 40 --width 4096 --depth 4 --batch 256 \
     --record train-mlp-h200x1 --overwrite
-$py benchmarks/timing_overhead.py --nproc 1 --backend nccl --steps 200 --width 4096 --batch 256 --pairs 5 \
-    --record overhead-h200x1
+# A short step (about 2.5 ms, where a fixed per-step cost shows most) and a longer one.
+$py benchmarks/timing_overhead.py --nproc 1 --backend nccl --steps 200 --width 4096 --batch 256 --rounds 5 \
+    --record overhead-h200x1-small
+$py benchmarks/timing_overhead.py --nproc 1 --backend nccl --steps 50 --width 8192 --depth 8 --batch 4096 --rounds 3 \
+    --record overhead-h200x1-large

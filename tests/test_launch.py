@@ -119,6 +119,20 @@ def test_fork_refused_once_cuda_is_initialised(monkeypatch):
         launch(toy.hello, world_size=2, start_method="fork")
 
 
+def test_fork_refused_when_a_forked_child_would_be_a_bad_fork(monkeypatch):
+    # What torch.cuda.is_available() leaves behind on a GPU machine: torch marks
+    # forked children as bad forks. The launcher asks a forked child; here the
+    # child is told it is one, as it would be there (a CPU build never is).
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: True)
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    with pytest.raises(CudaForkError, match=r"even torch.cuda.is_available\(\) does it"):
+        launch(toy.hello, world_size=2, start_method="fork")
+
+
+def test_fork_check_passes_in_a_clean_process():
+    assert not sys.modules["ddp_lessons.launch"]._fork_poisoned()
+
+
 def _expect_failure(how, world_size=2):
     t0 = time.monotonic()
     with pytest.raises(WorkerFailed) as info:

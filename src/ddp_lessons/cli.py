@@ -136,11 +136,15 @@ def _error_demos_command(p):
             except Exception as exc:  # noqa: BLE001 - recorded as seen
                 demos[name] = f"{type(exc).__name__}: {exc.summary if hasattr(exc, 'summary') else exc}"
             print(f"{name}: {demos[name]}")
-        n = torch.cuda.device_count()
+        from .launch import visible_gpus
+        n = visible_gpus("fork")  # an NVML count: leaves this process fork-safe
         attempt("too_many_nccl_ranks", world_size=n + 1, backend="nccl")
-        attempt("fork_before_cuda", world_size=min(2, max(n, 1)), start_method="fork")
-        torch.zeros(1, device="cuda") if n else None  # touch CUDA in this process
-        attempt("fork_after_cuda", world_size=min(2, max(n, 1)), start_method="fork")
+        attempt("fork_before_cuda", world_size=max(n, 1), start_method="fork")
+        demos["cuda_is_available"] = torch.cuda.is_available()  # the CUDA driver starts here
+        attempt("fork_after_is_available", world_size=max(n, 1), start_method="fork")
+        if n:
+            torch.zeros(1, device="cuda")  # torch's CUDA state now initialised
+        attempt("fork_after_cuda", world_size=max(n, 1), start_method="fork")
         args.backend = "nccl" if n else "gloo"
         save_record(args, "error-demos", {"gpus": n}, demos)
     return run

@@ -105,13 +105,32 @@ def _check_spawnable(fn, args, start_method):
             "pass module-level functions and plain data") from None
 
 
+def _fork_poisoned() -> bool:
+    """Would a forked child find CUDA unusable? Fork a no-op child and ask it.
+
+    `torch.cuda.is_initialized()` misses the common case: a plain
+    `torch.cuda.is_available()` already starts the CUDA driver, and torch then
+    marks every forked child as a bad fork (seen on an H200: "Cannot
+    re-initialize CUDA in forked subprocess"). Only a child can tell.
+    """
+    import torch
+    if not torch.backends.cuda.is_built():
+        return False
+    pid = os.fork()
+    if pid == 0:  # the child reads one flag and leaves at once
+        os._exit(1 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 1
+
+
 def _check_fork(start_method):
     if start_method != "fork":
         return
     import torch
-    if torch.cuda.is_initialized():
+    if torch.cuda.is_initialized() or _fork_poisoned():
         raise CudaForkError(
-            "CUDA is already initialised in this process, so forked workers cannot use it "
+            "CUDA is already initialised in this process (even torch.cuda.is_available() does it), "
+            "so forked workers cannot use it "
             "('Cannot re-initialize CUDA in forked subprocess'): use start_method='spawn' with "
             "the worker in a module, or restart the kernel and launch before anything touches CUDA")
 

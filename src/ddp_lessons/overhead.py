@@ -1,7 +1,12 @@
-"""The worker of benchmarks/timing_overhead.py: one DDP loop, timer on or off.
+"""The worker of benchmarks/timing_overhead.py: one DDP loop, instrumented or not.
 
-Kept in the package so the benchmark runs unchanged on the lent GPU machine
-(`python benchmarks/timing_overhead.py --nproc 1`) and under torchrun.
+Modes, all through the same loop:
+  off      StepTimer disabled: DDP's own (C++) all-reduce, no marks
+  phases   phase marks only (host clock or CUDA events), DDP's own all-reduce
+  py_hook  no marks, but DDP's stock Python `allreduce_hook` registered:
+           what any Python communication hook costs, timing or not
+  full     phase marks and the timing communication hook
+Kept in the package so the benchmark runs unchanged on a GPU machine and under torchrun.
 """
 
 from __future__ import annotations
@@ -11,23 +16,28 @@ import time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from . import runtime
 from .timing import StepTimer
 from .toy import mlp
 
+MODES = ("off", "phases", "py_hook", "full")
 
-def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, timed: bool,
+
+def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, mode: str = "full",
                           warmup: int = 5) -> float:
-    """Mean seconds per step after `warmup` steps; the same loop either way."""
+    """Mean seconds per step after `warmup` steps."""
     torch.manual_seed(0)
     dev = runtime.device()
     model = DDP(mlp(width, depth).to(dev), device_ids=[dev.index] if dev.type == "cuda" else None)
+    if mode == "py_hook":
+        model.register_comm_hook(dist.group.WORLD, default_hooks.allreduce_hook)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(batch, 32, device=dev)
     y = torch.randn(batch, 1, device=dev)
-    timer = StepTimer(model, enabled=timed)
+    timer = StepTimer(model, enabled=mode in ("phases", "full"), time_comm=mode == "full")
     for i in range(warmup + steps):
         if i == warmup:
             _sync(dev)
@@ -44,7 +54,7 @@ def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, timed:
             timer.step_done()
     _sync(dev)  # note: the one CPU-GPU sync, after the timed loop
     elapsed = time.perf_counter() - t0
-    if timed:
+    if timer.enabled:
         timer.result()  # reading the events is part of the instrumented cost
     return elapsed / steps
 

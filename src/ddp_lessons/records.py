@@ -37,7 +37,8 @@ def machine_info(backend: str | None = None) -> dict:
             "backend": backend, "gpus": [], "nccl": None, "driver": None}
     if torch.cuda.is_available():
         info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        v = torch.cuda.nccl.version()
+        info["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
         info["driver"] = _nvidia_smi("--query-gpu=driver_version", "--format=csv,noheader")
     return info
 

@@ -91,10 +91,11 @@ class StepTimer:
     same training loop then runs uninstrumented (the overhead benchmark).
     `comm_dtype`: all-reduce the gradients in this dtype (e.g. torch.float16),
     halving the bytes sent; `comm_delay_s` adds a known delay to every bucket.
+    `time_comm=False` times the phases only and leaves DDP's own all-reduce alone.
     """
 
     def __init__(self, ddp_model=None, device=None, enabled=True, comm_dtype=None,
-                 comm_delay_s=0.0, group=None):
+                 comm_delay_s=0.0, group=None, time_comm=True):
         self.enabled = enabled
         device = torch.device(device) if device is not None else _model_device(ddp_model)
         self.device = device
@@ -103,7 +104,7 @@ class StepTimer:
         self.world_size = dist.get_world_size(group) if dist.is_initialized() else 1
         self._steps, self._buckets = [], []
         self._new_step()
-        if enabled and ddp_model is not None:
+        if enabled and time_comm and ddp_model is not None:
             ddp_model.register_comm_hook(self, timed_allreduce_hook)
 
     # -- marks ---------------------------------------------------------------

@@ -20,7 +20,7 @@ from .timing import StepTimer, ddp_logging_times
 
 def hello() -> dict:
     """Each rank all-reduces its rank + 1 and says what it sees."""
-    t = torch.tensor([float(dist.get_rank() + 1)])
+    t = torch.tensor([float(dist.get_rank() + 1)], device=runtime.device())  # NCCL needs GPU tensors
     dist.all_reduce(t)  # sum over ranks: 1 + 2 + ... + world_size
     return {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
             "backend": dist.get_backend(), "sum": t.item(),
@@ -40,7 +40,7 @@ def fail_on(rank: int, how: str = "raise") -> None:
             os.kill(os.getpid(), 9)
         if how == "skip":
             return None  # never joins the all-reduce below
-    t = torch.ones(1)
+    t = torch.ones(1, device=runtime.device())
     dist.all_reduce(t)
     return t.item()
 
