@@ -23,8 +23,8 @@ def exercise(name: str):
     return add
 
 
-def check(name: str, answer) -> str:
-    """Check `answer` to exercise `name`; prints and returns the verdict line."""
+def check(name: str, answer) -> None:
+    """Check `answer` to exercise `name`; prints the verdict (right, close or wrong: why)."""
     _load_all()
     if name not in _EXERCISES:
         raise KeyError(f"no exercise {name!r}; the notebooks' exercises are {sorted(_EXERCISES)}")
@@ -34,7 +34,6 @@ def check(name: str, answer) -> str:
         verdict, why = _EXERCISES[name](answer)
         line = f"{verdict}: {why}" if why else verdict
     print(line)
-    return line
 
 
 def compare_number(answer, expected: float, rel_right: float = 0.02, rel_close: float = 0.2,

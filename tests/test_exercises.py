@@ -1,0 +1,38 @@
+"""The notebooks' self-checks say right, close or wrong, and why."""
+
+import pytest
+
+from ddp_lessons import exercises
+
+
+def _verdict(capsys, name, answer):
+    exercises.check(name, answer)
+    return capsys.readouterr().out.strip()
+
+
+def test_number_answers(capsys):
+    assert _verdict(capsys, "00.1", 18) == "right"
+    assert _verdict(capsys, "00.1", 17).startswith("close: busbw in GB/s is 6% too small")
+    assert _verdict(capsys, "00.1", 12).startswith("wrong: busbw in GB/s is too small by a factor 1.5")
+    assert _verdict(capsys, "00.1", "a lot").startswith("wrong: expected a number")
+
+
+def test_unanswered_and_unknown(capsys):
+    assert _verdict(capsys, "00.2", ...).startswith("not answered yet")
+    with pytest.raises(KeyError, match="no exercise '99.9'"):
+        exercises.check("99.9", 1)
+
+
+def test_choice_answers_explain_the_wrong_ones(capsys):
+    assert _verdict(capsys, "00.3", 2) == "right"
+    assert "collateral" in _verdict(capsys, "00.3", 3)
+
+
+def test_every_notebook_exercise_is_registered():
+    exercises._load_all()
+    import re
+    from pathlib import Path
+    asked = set()
+    for src in (Path(__file__).resolve().parents[1] / "notebooks" / "src").glob("*.py"):
+        asked |= set(re.findall(r'check\("(\d\d\.\d+)"', src.read_text()))
+    assert asked and asked <= set(exercises._EXERCISES)

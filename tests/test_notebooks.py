@@ -1,0 +1,56 @@
+"""The stored notebooks: built from their sources, complete for nbval, framed alike."""
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import notebooks as build  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NAMES = [p.stem for p in NOTEBOOKS]
+
+
+def test_every_notebook_has_a_source_and_matches_it(capsys):
+    sources = sorted(p.stem for p in (ROOT / "notebooks" / "src").glob("*.py"))
+    assert sources == NAMES
+    assert build.check() == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_reference_outputs_are_complete(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), "regenerate with `make notebooks`"
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), "run top to bottom once"
+    errors = [c for c in code for o in c.outputs if o.output_type == "error"]
+    assert not errors, "a stored cell ended in an error"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_frame_names_neighbours_and_ends_on_exercises(path):
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    i = NAMES.index(path.stem)
+    assert "What you will learn" in text
+    if i > 0:
+        assert NAMES[i - 1] in text, f"does not name the notebook before it ({NAMES[i - 1]})"
+    if i + 1 < len(NAMES):
+        assert NAMES[i + 1] in text, f"does not name the notebook after it ({NAMES[i + 1]})"
+    assert "## Exercises" in text
+    last_code = [c for c in nb.cells if c.cell_type == "code"][-1]
+    assert "check(" in last_code.source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_widget_cells_have_a_plain_call_beside_them(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for i, c in enumerate(code):
+        if "interact(" in c.source or "widgets." in c.source and "observe(" in c.source:
+            nxt = code[i + 1] if i + 1 < len(code) else None
+            assert nxt is not None and "NBVAL_IGNORE_OUTPUT" not in nxt.source.splitlines()[0], \
+                f"widget cell {i} has no checked plain call after it"
