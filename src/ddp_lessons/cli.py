@@ -26,7 +26,7 @@ COMMANDS = {
     "error-demos": "ddp_lessons.cli:_error_demos_command",
     "case1": "ddp_lessons.case1:cli_command",
     "make-vqa-data": "ddp_lessons.vqa_data:cli_command",
-    "case2": "ddp_lessons.case2:cli_command",
+    "case2": "ddp_lessons.case2_cli:cli_command",
 }
 
 

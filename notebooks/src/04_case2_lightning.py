@@ -1,0 +1,130 @@
+# %% [markdown]
+# # 04 · Case 2: a Lightning test where one device wins
+#
+# **What you will learn**
+# - to run a PyTorch Lightning script on several workers from a notebook, two ways: through the course's launcher, and with Lightning's own `ddp_notebook`;
+# - how to check that Lightning reused the launcher's processes and process group instead of starting its own;
+# - that the posted test's result (one device beats three DDP workers) reproduces here, on CPUs.
+#
+# **Builds on** `00_first_launch` (the launcher, `StepTimer`) and the case-1 notebooks.
+# Previous: `03_case1_beyond.ipynb`. Next: `05_case2_where_time_goes.ipynb`.
+#
+# The post: a deliberately small Lightning model (10→256→256→256→1), a dataset that draws `torch.randn` in `__getitem__`, batch 256, `strategy='ddp', devices=3, accumulate_grad_batches=3`, `self.log` and an NVML query in every step. "Is my model too simple?"
+# `ddp_lessons.case2` rebuilds it with a named option for every later fix. The post's `WandbLogger` is replaced by an offline logger that keeps metrics in memory (`case2.memory_logger()`); nothing is sent anywhere.
+
+# %%
+import os
+import time
+
+import torch
+
+from ddp_lessons import case2, launch, records
+from ddp_lessons.exercises import check
+
+torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
+opts = case2.Options(epochs=3)
+print(opts)
+
+# %% [markdown]
+# The post's `training_step` calls `pynvml.nvmlInit()` on every step. This machine has no NVIDIA driver, so here is what that call raises:
+
+# %%
+print(case2.nvml_error())
+
+# %% [markdown]
+# So for the live CPU runs the NVML block is switched off by its option (`nvml="off"`); its cost on a GPU comes from a recorded run (notebook 05). Everything else is as posted.
+
+# %%
+if case2.nvml_error() is not None:
+    opts = opts.replace(nvml="off")
+print(opts.nvml, opts.batch_size, opts.size, opts.accumulate, case2.param_count())
+
+# %% [markdown]
+# ## One device
+# The baseline: one process, `devices=1`, in this kernel.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+one = case2.fit_here(opts, devices=1, timed=False)
+print(f"1 device: {one['wall']:.2f} s for {opts.epochs} epochs, {one['optimizer_steps']} optimizer steps")
+
+# %% [markdown]
+# ## Three workers through the launcher
+# `launch` starts three processes, sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT` and initialises `torch.distributed` (gloo). Each worker (`case2.fit_worker`) then builds `Trainer(accelerator='cpu', devices=3, num_nodes=1, strategy=DDPStrategy(...))`.
+
+# %%
+t0 = time.perf_counter()
+ranks = launch(case2.fit_worker, (opts,), world_size=3, timeout=240)
+helper_total = time.perf_counter() - t0
+for r in ranks:
+    print(f"rank {r['rank']}: launched by this kernel: {r['ppid'] == os.getpid()}, "
+          f"Lightning says processes are created externally: {r['external']}, "
+          f"same process group as the launcher's: {r['same_group']}, processes it started: {r['children']}")
+
+# %% [markdown]
+# Lightning started nothing: `LOCAL_RANK` in the environment makes its `LightningEnvironment` report that processes are created externally, and it skips `init_process_group` because `torch.distributed.is_initialized()` is already true. The three PIDs are the launcher's:
+
+# %%
+print(len({r["pid"] for r in ranks}), "distinct worker PIDs, all children of this kernel:",
+      all(r["ppid"] == os.getpid() for r in ranks))
+print("samples per rank (DistributedSampler pads 5,000 to a multiple of 3):", -(-opts.size // 3))
+
+# %% [markdown]
+# ## Three workers with Lightning's `ddp_notebook`
+# Lightning can also start the workers itself from a kernel: `strategy='ddp_notebook'` forks them. Fork works only while this kernel has not touched CUDA.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+t0 = time.perf_counter()
+nb = case2.fit_here(opts, devices=3, strategy="ddp_notebook", timed=False)
+nb_total = time.perf_counter() - t0
+print(f"ddp_notebook: {nb_total:.2f} s in all")
+
+# %% [markdown]
+# ## Who wins
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+fit3 = max(r["wall"] for r in ranks)
+print(f"1 device, in the kernel:          {one['wall']:6.2f} s")
+print(f"3 workers, launcher (total):      {helper_total:6.2f} s  (of which trainer.fit: {fit3:.2f} s;"
+      " the rest: spawning 3 Pythons that import torch and Lightning, rendezvous)")
+print(f"3 workers, ddp_notebook (total):  {nb_total:6.2f} s  (forked: no imports, Lightning's own rendezvous)")
+
+# %%
+assert one["wall"] < helper_total, "one device should win against the launched run"
+print("one device wins against three launched workers, start-up included:", one["wall"] < helper_total)
+
+# %% [markdown]
+# The effect the asker saw reproduces on CPUs. The launcher's total is dominated by starting processes (spawn imports torch and Lightning three times on two cores); `ddp_notebook` forks instead, so it is cheaper to start, but it only works in a kernel that never touched CUDA, and its workers' results stay in the workers. Notebook 05 takes the time apart.
+#
+# ## Recorded on a GPU
+# The same posted test (NVML block on, batch 256) recorded on one GPU, if the record exists:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from ddp_lessons.timing import median_step
+try:
+    rec = records.load("case2-h200-posted")
+    label = records.describe_machine(rec) + ("" if rec["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)")
+    r = rec["results"]["lightning"][0]
+    print(label)
+    print(f"per step (median): {median_step(r['times'], skip=3)['step_time'] * 1e3:.2f} ms; fit {r['wall']:.2f} s")
+except records.RecordError as exc:
+    print(exc)
+
+# %% [markdown]
+# ## Summary
+# - The posted test, rebuilt in `ddp_lessons.case2`, runs on one device and on three DDP workers; one device wins here too.
+# - Under the launcher, Lightning reuses its processes and process group: `creates_processes_externally` is true, no extra process appears.
+# - `ddp_notebook` starts workers by fork from the kernel; the launcher spawns them, which costs imports but works after CUDA is touched.
+#
+# ## Exercises
+# 1. How many processes did Lightning itself start in the launcher run? `check("04.1", answer)`
+# 2. How many training samples does each of the three ranks see per epoch? `check("04.2", answer)`
+
+# %%
+check("04.1", ...)
+
+# %%
+check("04.2", ...)

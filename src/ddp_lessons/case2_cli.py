@@ -1,0 +1,98 @@
+"""`python -m ddp_lessons case2 ...`: case 2's runs from a shell, for recording.
+
+Modes: posted (the posted test on one device, or `--launch` for N workers),
+fixed (the fixed test in Lightning and in plain PyTorch, matched), nvml (the
+post's NVML block, per call), sweep (plain-loop compute per step over widths,
+the break-even predictor's compute figures). benchmarks/record_case2_gpu.sh
+runs them on one GPU. Defined in notebook 04_case2_lightning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .case2 import Options, fit_here, fit_worker, nvml_cost, nvml_error
+from .case2_plain import compute_sweep, plain_fit
+
+MODES = ("posted", "fixed", "nvml", "sweep")
+
+
+def _options(args) -> Options:
+    kw = dict(epochs=args.epochs, batch_size=args.batch, size=args.size, width=args.width,
+              depth=args.depth, train_batches=args.train_batches)
+    opts = Options(**kw) if args.mode == "posted" else Options.fixed(**kw)
+    if args.mode == "posted" and nvml_error() is not None:
+        opts = opts.replace(nvml="off")  # NVML missing here: the block would raise (see nvml mode)
+    return opts
+
+
+def _run_mode(args, opts):
+    from . import cli
+    acc = args.accelerator
+    if args.mode == "nvml":
+        return nvml_cost(args.repeats)
+    if args.mode == "sweep":
+        return {"rows": compute_sweep(opts, args.widths, acc, args.steps)}
+    if args.launch:  # the launcher (or torchrun) starts the processes; Lightning reuses them
+        out = {"lightning": cli.run_workers(args, fit_worker, (opts, acc))}
+        if out["lightning"] is not None and args.mode == "fixed":
+            out["plain"] = cli.run_workers(args, plain_fit, (opts, acc))
+        return None if out["lightning"] is None else out
+    out = {"lightning": [fit_here(opts, 1, accelerator=acc)]}
+    if args.mode == "fixed":
+        out["plain"] = [plain_fit(opts, acc)]
+    return out
+
+
+def _print(args, res):
+    from .timing import median_step
+    if args.mode == "nvml":
+        cost = res["error"] or f"{res['per_call'] * 1e3:.2f} ms per call"
+        print(f"NVML init+query+shutdown: {cost}")
+        return
+    if args.mode == "sweep":
+        for r in res["rows"]:
+            print(f"width {r['width']:>6d}: {r['params']:>10d} params, compute {r['compute'] * 1e3:.3f} ms/step")
+        return
+    for name, ranks in res.items():
+        for r in ranks:
+            m = median_step(r["times"], skip=3)
+            print(f"{name} rank {r['rank']}/{r['world_size']}: wall {r['wall']:.2f} s, "
+                  f"step {m['step_time'] * 1e3:.3f} ms (median), {r['optimizer_steps']} optimizer steps")
+
+
+def cli_command(p):
+    """`python -m ddp_lessons case2 --mode {posted,fixed,nvml,sweep} ...`; returns the runner.
+
+    posted: the posted test on one device (or `--launch` for N workers);
+    fixed: the fixed test in Lightning and in plain PyTorch, matched;
+    nvml: the cost of the post's NVML block per call; sweep: plain-loop
+    compute per step over `--widths` (the predictor's compute figures).
+    """
+    from . import cli
+    cli.common(p)
+    p.add_argument("--mode", choices=MODES, default="posted")
+    p.add_argument("--accelerator", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument("--launch", action="store_true", help="run on --nproc workers (default: one process)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--size", type=int, default=5000)
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--depth", type=int, default=3)
+    p.add_argument("--train-batches", type=float, default=1.0, help="limit_train_batches")
+    p.add_argument("--repeats", type=int, default=50, help="nvml mode: calls to time")
+    p.add_argument("--steps", type=int, default=30, help="sweep mode: steps per width")
+    p.add_argument("--widths", type=lambda s: [int(x) for x in s.split(",")], default=[64, 256, 1024, 4096])
+
+    def run(args):
+        if args.train_batches >= 1:
+            args.train_batches = int(args.train_batches) if args.train_batches > 1 else 1.0
+        opts = _options(args)
+        res = _run_mode(args, opts)
+        if res is None:
+            return  # a torchrun rank other than 0
+        _print(args, res)
+        config = {"mode": args.mode, "accelerator": args.accelerator, "launch": args.launch,
+                  "options": dataclasses.asdict(opts)}
+        cli.save_record(args, "case2", config, res, backend=args.backend or ("nccl" if args.accelerator == "gpu" and args.launch else None))
+    return run

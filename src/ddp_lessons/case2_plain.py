@@ -1,0 +1,79 @@
+"""Case 2's workload without Lightning: the same model, data, batch and optimizer
+in a plain PyTorch loop, timed by StepTimer, alone or as a launched DDP worker.
+
+What is left of the difference per step against `case2.fit_here` is
+Lightning's own work. Defined in notebook 06_case2_breakeven.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from .case2 import Options, loss_fn, make_dataset
+from .case2_breakeven import mlp, param_count
+
+
+def plain_fit(opts, accelerator: str = "cpu", steps: int | None = None) -> dict:
+    """The fixed test's training loop in plain PyTorch, timed by StepTimer.
+
+    Runs alone (one process, no DDP) or as a launched worker (DDP on every
+    rank, a DistributedSampler). Same model, data, batch, optimizer as
+    `case2.fit_here(opts)`: what is left of the difference per step is
+    Lightning's own work. Returns wall time, counts and per-step times.
+    """
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    from .timing import StepTimer
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if accelerator == "gpu" else torch.device("cpu")
+    torch.manual_seed(opts.seed)
+    model = mlp(opts.width, opts.depth).to(dev)
+    ddp = dist.is_initialized() and dist.get_world_size() > 1
+    if ddp:
+        model = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+    opt = torch.optim.Adam(model.parameters(), lr=opts.lr)
+    data = make_dataset(opts)
+    sampler = DistributedSampler(data, shuffle=True, seed=opts.seed) if ddp else None
+    loader = DataLoader(data, batch_size=opts.batch_size, shuffle=sampler is None, sampler=sampler)
+    timer = StepTimer(model if ddp else None, device=dev)
+    t0 = time.perf_counter()
+    done = 0
+    for epoch in range(opts.epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        for x, y in timer.data(loader):
+            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+            with timer.phase("forward"):
+                loss = loss_fn(model(x), y, opts)
+            with timer.phase("backward"):
+                loss.backward()
+            with timer.phase("optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            timer.step_done()
+            done += 1
+            if steps is not None and done >= steps:
+                break
+        if steps is not None and done >= steps:
+            break
+    loss_value = loss.item()  # note: CPU-GPU sync point, once, so the wall time is complete
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "optimizer_steps": done, "loss": loss_value, "pid": os.getpid(),
+            "rank": dist.get_rank() if dist.is_initialized() else 0,
+            "world_size": dist.get_world_size() if dist.is_initialized() else 1,
+            "times": timer.result()}
+
+
+def compute_sweep(opts: Options, widths, accelerator="cpu", steps=30) -> list[dict]:
+    """Plain-loop median step time (forward+backward+optimizer) at each width."""
+    from .timing import median_step
+    rows = []
+    for w in widths:
+        m = median_step(plain_fit(opts.replace(width=w), accelerator, steps)["times"], skip=5)
+        rows.append({"width": w, "depth": opts.depth, "batch": opts.batch_size, "params": param_count(w, opts.depth),
+                     "compute": m["forward"] + m["backward_compute"] + m["optimizer"], "step_time": m["step_time"]})
+    return rows

@@ -1,0 +1,98 @@
+"""Case 2: the Lightning test rebuilt, its timing callback, the predictor, the CLI."""
+
+import json
+import math
+import os
+
+import pytest
+import torch
+
+from ddp_lessons import case2, launch, records
+from ddp_lessons.bench import predict_time
+from ddp_lessons.case2_breakeven import Costs, breakeven, grad_bytes, param_count, predict, speedup
+
+torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
+SHORT = dict(epochs=1, train_batches=6, val_batches=2)
+
+
+def test_posted_model_size_and_gradient_bytes():
+    assert param_count() == 134_657 == sum(p.numel() for p in case2.mlp().parameters())
+    assert grad_bytes() == 134_657 * 4
+    assert param_count(512, 5) == sum(p.numel() for p in case2.mlp(512, 5).parameters())
+
+
+def test_callback_records_every_micro_step_and_epoch():
+    r = case2.fit_here(case2.Options(nvml="off", **SHORT))
+    t = r["times"]
+    assert len(t["steps"]) == 6 and len(t["epochs"]) == 1
+    assert all(s["step_time"] > 0 and s["forward"] > 0 and s["backward"] > 0 for s in t["steps"])
+    assert t["epochs"][0]["validation"] > 0
+    assert r["optimizer_steps"] == 2  # 6 micro-steps, accumulate_grad_batches=3
+
+
+def test_three_workers_lightning_reuses_the_launchers_processes():
+    out = launch(case2.fit_worker, (case2.Options(nvml="off", **SHORT),), world_size=3, timeout=240)
+    assert [r["rank"] for r in out] == [0, 1, 2]
+    assert all(r["external"] and r["same_group"] and r["children"] == 0 for r in out)
+    assert len({r["pid"] for r in out}) == 3 and len({r["ppid"] for r in out}) == 1
+    assert out[0]["ppid"] == os.getpid()
+    # accumulate_grad_batches=3: DDP all-reduces on every 3rd micro-step only (no_sync)
+    calls = [s["allreduce_calls"] for s in out[0]["times"]["steps"]]
+    assert calls == [0, 0, 1, 0, 0, 1]
+    synced = [s for s in out[0]["times"]["steps"] if s["allreduce_calls"]]
+    assert all(s["allreduce_bytes"] == 134_657 * 4 for s in synced)
+
+
+def test_missing_nvml_raises_the_real_error():
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        pytest.skip("NVML works on this machine")
+    except pynvml.NVMLError as exc:
+        expected = f"{type(exc).__name__}: {exc}"
+    assert case2.nvml_error() == expected
+    assert case2.nvml_cost(3) == {"error": expected, "per_call": None}
+    with pytest.raises(pynvml.NVMLError):
+        case2.fit_here(case2.Options(**SHORT), timed=False)
+
+
+def _costs(**kw):
+    return Costs(**(dict(c0=1e-3, k=0.0, step_fixed=0.0, latency=1e-3, bandwidth=1e9) | kw))
+
+
+def test_predictor_arithmetic_by_hand():
+    c = _costs()
+    one = predict(c, size=5000, batch=256, world_size=1)
+    three = predict(c, size=5000, batch=256, world_size=3)
+    assert one["steps_per_epoch"] == 20 and three["steps_per_epoch"] == 7  # ceil(1667 / 256)
+    assert math.isclose(one["total"], 20 * 1e-3)
+    comm = 1e-3 + 134_657 * 4 / 1e9
+    assert math.isclose(three["allreduce_per_step"], comm)
+    assert math.isclose(three["total"], 7 * (1e-3 + comm))
+    acc = predict(c, size=5000, batch=256, world_size=3, accumulate=3)
+    assert math.isclose(acc["parts"]["all-reduce"], 3 * comm)  # ceil(7 / 3) synced steps
+    assert math.isclose(speedup(c), 20e-3 / (7 * (1e-3 + comm)))  # 20 ms against 7 x 2.54 ms
+    slow = _costs(latency=3e-3)  # 7 x 4.54 ms: now one worker wins
+    assert speedup(slow) < 1 < speedup(c)
+
+
+def test_breakeven_finds_the_first_width_that_wins():
+    c = _costs(c0=0.0, k=1e-9, startup={3: 1.0})
+    # compute per step = 1e-9 * 256 * params; 3 workers win once the saved compute beats startup + comm
+    widths = [64, 256, 1024, 4096]
+    got = breakeven(c, "width", widths, epochs=10)
+    rows = [speedup(c, width=w, epochs=10) for w in widths]
+    assert got == next(w for w, s in zip(widths, rows) if s > 1)
+    assert breakeven(c, "width", [8], epochs=1) is None
+
+
+def test_cli_saves_a_loadable_record(tmp_path):
+    from ddp_lessons import cli
+    cli.main(["case2", "--mode", "fixed", "--epochs", "1", "--train-batches", "5",
+              "--record", str(tmp_path / "case2-test"), "--overwrite"])  # a path: not data/runs
+    rec = records.load(tmp_path / "case2-test.json")
+    assert rec["kind"] == "case2" and rec["config"]["mode"] == "fixed"
+    assert {"lightning", "plain"} <= set(rec["results"])
+    assert rec["results"]["lightning"][0]["optimizer_steps"] == 5
+    json.dumps(rec)
