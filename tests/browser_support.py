@@ -28,6 +28,7 @@ CHROMIUM_FLAGS = [
 ]
 SERVER_READY_TIMEOUT_S = 60
 POLL_S = 0.25
+OUTPUT_CHANGE_S = 5
 
 # Settings written to the temporary user settings dir. Autosave is off so that
 # running a notebook in the browser never rewrites the file in the repository;
@@ -51,7 +52,7 @@ class LabServer:
     """A JupyterLab server in its own session (process group), run from `tmp`."""
 
     def __init__(self, root_dir: Path, tmp: Path):
-        self.root_dir, self.tmp = Path(root_dir), Path(tmp)
+        self.root_dir, self.tmp = Path(root_dir).resolve(), Path(tmp)
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
         self.ready_s: float | None = None
@@ -148,7 +149,20 @@ class LabServer:
         for kernel in self.request("GET", "/api/kernels"):
             self.request("DELETE", f"/api/kernels/{kernel['id']}", timeout=30)
 
-    def stop(self) -> list[psutil.Process]:
+    def end_session(self, session_id: str, kernel_id: str | None) -> list[str]:
+        """Close a notebook's session; return what its kernel left running (killed now)."""
+        procs = []
+        for p in psutil.Process(self.proc.pid).children(recursive=True):
+            try:
+                if kernel_id and any(f"kernel-{kernel_id}" in a for a in p.cmdline()):
+                    procs = [p] + p.children(recursive=True)
+            except psutil.NoSuchProcess:
+                pass
+        self.request("DELETE", f"/api/sessions/{session_id}", timeout=30)
+        # A kernel's workers outlive it as orphans, out of reach of the server.
+        return _reap(procs)
+
+    def stop(self) -> list[str]:
         """Stop kernels, then the server's process group; return what survived."""
         if self.proc is None:
             return []
@@ -164,10 +178,29 @@ class LabServer:
         _kill_group(self.proc)
         # Kernels run in sessions of their own, so the group kill misses them;
         # anything of the snapshot still alive is killed here and reported.
-        _, alive = psutil.wait_procs(procs, timeout=5)
-        for p in alive:
+        return _reap(procs)
+
+
+def describe(procs: list[psutil.Process]) -> list[str]:
+    out = []
+    for p in procs:
+        try:
+            out.append(f"pid {p.pid}: {' '.join(p.cmdline())[:200]}")
+        except psutil.Error:
+            pass  # gone meanwhile
+    return out
+
+
+def _reap(procs: list[psutil.Process], wait_s: float = 5) -> list[str]:
+    """Wait for `procs` to end; kill and describe those that do not."""
+    _, alive = psutil.wait_procs(procs, timeout=wait_s)
+    found = describe(alive)
+    for p in alive:
+        try:
             p.kill()
-        return alive
+        except psutil.NoSuchProcess:
+            pass
+    return found
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -183,6 +216,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
             continue
 
 
+def processes_mentioning(text: str) -> list[psutil.Process]:
+    """Processes whose command line names `text` (a temporary directory)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if any(text in arg for arg in p.info["cmdline"] or []):
+            found.append(p)
+    return found
+
+
 def listening_on(port: int) -> list:
     return [c for c in psutil.net_connections(kind="tcp")
             if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN]
@@ -192,11 +234,14 @@ def open_browser(tmp: Path):
     """Start Chromium with a new profile in `tmp`; return (playwright, context)."""
     from playwright.sync_api import sync_playwright
 
+    # Chromium's crash handler keeps its database under $XDG_CONFIG_HOME, not
+    # under the profile: point it into `tmp` too, away from the user's home.
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp / "config"), XDG_CACHE_HOME=str(tmp / "cache"))
     playwright = sync_playwright().start()
     try:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
-            viewport={"width": 1400, "height": 1000})
+            str(tmp / "profile"), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
+            env=env, viewport={"width": 1400, "height": 1000})
     except Exception:
         playwright.stop()
         raise
@@ -233,21 +278,28 @@ STATE_JS = """() => {
   const cells = panel.content.widgets.map((cell) => {
     const m = cell.model, out = cell.node.querySelector('.jp-Cell-outputArea');
     const prompt = cell.node.querySelector('.jp-InputPrompt');
+    const q = (sel) => out ? Array.from(out.querySelectorAll(sel)) : [];
+    const children = q(':scope > .jp-OutputArea-child');  // one per output of the model
     const errors = [];
-    let widgetViews = 0;
+    let widgetsAsText = 0;
     if (m.type === 'code') for (let j = 0; j < m.outputs.length; j++) {
       const o = m.outputs.get(j).toJSON();
       if (o.output_type === 'error') errors.push(o.ename + ': ' + o.evalue + '\\n' + o.traceback.join('\\n'));
-      if (o.data && o.data['application/vnd.jupyter.widget-view+json']) widgetViews += 1;
+      // The widget renderer's node has no data-mime-type; the text/plain
+      // fallback (no widget manager in the page) has one.
+      const shown = children[j] && children[j].querySelector('.jp-OutputArea-output');
+      if (o.data && o.data['application/vnd.jupyter.widget-view+json'] && shown
+          && shown.hasAttribute('data-mime-type')) widgetsAsText += 1;
     }
-    const q = (sel) => out ? Array.from(out.querySelectorAll(sel)) : [];
     const imgs = q('img');
     return {
       type: m.type, source: m.sharedModel.getSource(), tags: m.getMetadata('tags') || [],
       prompt: prompt ? prompt.textContent.trim() : '', errors,
       widgetErrors: q('.widget-output [data-mime-type="application/vnd.jupyter.stderr"]')
         .map((e) => e.innerText).filter((t) => /Traceback \\(most recent call last\\)/.test(t)),
-      widgetViews, widgetsRendered: q('.jupyter-widgets').length,
+      // A widget closed by the kernel (ddp_lessons' progress display) hides
+      // its output: not a problem.
+      widgetsAsText, widgetLoading: out ? out.innerText.includes('Loading widget...') : false,
       widgetProblem: out ? (out.innerText.match(/Error displaying widget[^\\n]*/) || [null])[0] : null,
       images: imgs.filter((i) => i.complete && i.naturalWidth > 0).length,
       loadingImages: imgs.filter((i) => !i.complete).length,
@@ -257,6 +309,7 @@ STATE_JS = """() => {
   });
   return {kernel: kernel ? kernel.status : null, connection: kernel ? kernel.connectionStatus : null,
           sessionId: panel.sessionContext.session ? panel.sessionContext.session.id : null,
+          kernelId: kernel ? kernel.id : null,
           dialog: dialog ? dialog.innerText : null, cells};
 }"""
 
@@ -269,6 +322,12 @@ SIGNATURE_JS = """(cell) => {
   out.querySelectorAll('table').forEach((t) => parts.push('table:' + t.innerText));
   out.querySelectorAll('.widget-output').forEach((w) => parts.push('output:' + w.innerText));
   return parts.join('\\n');
+}"""
+
+BUSY_COUNTER_JS = """() => {
+  window.__ddpBusy = 0;
+  window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.statusChanged.connect(
+    (_, status) => { if (status === 'busy') window.__ddpBusy += 1; });
 }"""
 
 DEAD_KERNEL = {"dead", "autorestarting", "restarting"}
@@ -291,14 +350,13 @@ class NotebookPage:
     def __init__(self, context, url: str):
         self.page = context.new_page()
         self.url = url
-        self.console: list[str] = []
-        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
 
     def state(self) -> dict | None:
         return self.page.evaluate(STATE_JS)
 
-    def wait(self, what: str, ready, timeout_s: float, describe=lambda s: ""):
-        """Poll `ready(state)` until true; fail with `what` and `describe(state)`."""
+    def wait(self, what: str, ready, timeout_s: float, describe=lambda s: "", required=True):
+        """Poll `ready(state)` until true; on timeout fail with `what` and
+        `describe(state)`, or return None when not `required`."""
         deadline, state = time.monotonic() + timeout_s, None
         while time.monotonic() < deadline:
             state = self.state()
@@ -309,14 +367,23 @@ class NotebookPage:
             if state and ready(state):
                 return state
             time.sleep(POLL_S)
-        raise AssertionError(f"{what}: not done after {timeout_s:.0f} s. {describe(state) if state else ''}")
+        if not required:
+            return None
+        detail = describe(state) if state else f"No notebook panel in the page (at {self.page.url})."
+        raise AssertionError(f"{what}: not done after {timeout_s:.0f} s. {detail}")
 
     def open(self, timeout_s: float = 60) -> dict:
         # ?reset: start from an empty workspace, not the previous notebook's tabs.
         self.page.goto(self.url + "?reset")
-        return self.wait("opening the notebook and starting its kernel",
-                         lambda s: s["kernel"] == "idle" and s["connection"] == "connected" and s["cells"],
-                         timeout_s, lambda s: f"kernel {s['kernel']}, connection {s['connection']}")
+        state = self.wait("opening the notebook and starting its kernel",
+                          lambda s: s["kernel"] == "idle" and s["connection"] == "connected" and s["cells"],
+                          timeout_s, lambda s: f"kernel {s['kernel']}, connection {s['connection']}")
+        # Count the kernel's busy spells: each change of a control is one.
+        self.page.evaluate(BUSY_COUNTER_JS)
+        return state
+
+    def busy_count(self) -> int:
+        return self.page.evaluate("() => window.__ddpBusy")
 
     def menu(self, menu: str, item: str) -> None:
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
@@ -331,17 +398,14 @@ class NotebookPage:
         return self.wait("running all cells", _run_finished, timeout_s, _pending_cells)
 
     def settle(self, timeout_s: float = 15) -> dict:
-        """Wait until images have loaded, widgets rendered and nothing moves."""
+        """Wait until images have loaded, widgets have rendered and nothing moves."""
         last = None
 
         def still(s):
             nonlocal last
-            done = s["kernel"] == "idle" and all(
-                not c["loadingImages"] and (not c["widgetViews"] or c["widgetsRendered"] or c["widgetProblem"])
-                for c in s["cells"])
             same, last = s == last, s
-            return done and same
-        return self.wait("rendering the outputs", still, timeout_s)
+            return same and not _unsettled(s)
+        return self.wait("rendering the outputs", still, timeout_s, _unsettled)
 
     def cell(self, index: int):
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
@@ -371,44 +435,61 @@ class NotebookPage:
             control.select_option(index=0 if before else 1)
             return (control.evaluate("(e) => e.options[%d].text" % before),
                     control.evaluate("(e) => e.options[e.selectedIndex].text"))
-        before = control.get_attribute("aria-valuenow")
+        def value():
+            return control.get_attribute("aria-valuetext") or control.get_attribute("aria-valuenow")
+        before = value()
         # At either end one direction does nothing; vertical sliders use up/down.
         for key in ("ArrowRight", "ArrowLeft", "ArrowUp", "ArrowDown"):
             control.focus()
             control.press(key)
-            after = control.get_attribute("aria-valuenow")
-            if after != before:
-                return before, after
+            if value() != before:
+                return before, value()
         return before, None
 
     def exercise(self, index: int, timeout_s: float) -> list[str]:
         """Change each control of a cell; the cell's output must follow."""
         problems = []
         for what, control in self.controls(index):
-            self.settle()
-            before = self.signature(index)
-            old, new = self.change(control)
-            if new is None:
-                problems.append(f"{what}: the keyboard did not move it from {old}")
-                continue
             try:
-                self.wait(f"{what} {old} -> {new}",
-                          lambda s: s["kernel"] == "idle" and self._changed(index, before), timeout_s)
-                state = self.settle()
-                assert self.signature(index) != before, "it changed back"
+                problems += self._exercise_one(index, what, control, timeout_s)
             except AssertionError as e:
-                problems.append(f"{what}: changing {old} -> {new} did not change the cell's "
-                                f"output (images, tables, text): {e}")
-                continue
-            cell = state["cells"][index]
-            problems += [f"{what} {old} -> {new} raised:\n{strip_ansi(t)}" for t in cell["widgetErrors"]]
-            problems += [f"{what} {old} -> {new} raised:\n{strip_ansi(t)}" for t in cell["errors"]]
+                problems.append(f"{what}: {e}")
         return problems
+
+    def _exercise_one(self, index: int, what: str, control, timeout_s: float) -> list[str]:
+        self.settle()
+        before, busy = self.signature(index), self.busy_count()
+        old, new = self.change(control)
+        if new is None:
+            return [f"{what}: the keyboard did not move it from {old}"]
+        # The kernel runs the callback (up to timeout_s), then the new output
+        # has a few seconds to show up.
+        self.wait(f"the kernel handling {what} {old} -> {new}",
+                  lambda s: s["kernel"] == "idle" and self.busy_count() > busy, timeout_s)
+        changed = self.wait("a new output", lambda s: self._changed(index, before), OUTPUT_CHANGE_S,
+                            required=False)
+        state = self.settle()
+        if not changed or self.signature(index) == before:
+            return [f"{what}: {old} -> {new} left the cell's output (images, tables, text) as it was, "
+                    f"{OUTPUT_CHANGE_S} s after the kernel had handled it"]
+        cell = state["cells"][index]
+        return [f"{what} {old} -> {new} raised:\n{strip_ansi(t)}" for t in cell["widgetErrors"] + cell["errors"]]
 
     def _changed(self, index: int, before: str) -> bool:
         # Changed, and not just cleared: interact empties its Output first.
         now = self.signature(index)
         return now != before and (bool(now) or not before)
+
+
+def _unsettled(s: dict) -> str:
+    """What is still loading, in words ('' when nothing is)."""
+    why = [] if s["kernel"] == "idle" else [f"kernel {s['kernel']}"]
+    for i, c in enumerate(s["cells"]):
+        if c["loadingImages"]:
+            why.append(f"{cell_label(i, c)}: {c['loadingImages']} image(s) loading")
+        if c["widgetLoading"]:
+            why.append(f"{cell_label(i, c)}: 'Loading widget...'")
+    return "; ".join(why)
 
 
 def _label(widget) -> str:
@@ -427,6 +508,27 @@ def _run_finished(s: dict) -> bool:
 
 
 def _pending_cells(s: dict) -> str:
-    waiting = [cell_label(i, c) + " " + c["prompt"] for i, c in enumerate(s["cells"])
+    # Run All executes in order: the first [*] cell is the one running.
+    waiting = [(i, c) for i, c in enumerate(s["cells"])
                if c["type"] == "code" and c["source"].strip() and not COUNT.match(c["prompt"])]
-    return f"kernel {s['kernel']}; not executed: " + "; ".join(waiting)
+    running = [cell_label(i, c) for i, c in waiting if c["prompt"] == "[*]:"][:1]
+    return (f"Kernel {s['kernel']}; still running: {', '.join(running) or 'none'}; "
+            f"cells without an execution count: {[i for i, _ in waiting]}")
+
+
+class Timings:
+    """Collects durations and prints them in pytest's terminal summary."""
+
+    name = "ddp-lessons-browser-timings"
+
+    def __init__(self):
+        self.rows: list[tuple[str, str]] = []
+
+    def add(self, what: str, text: str) -> None:
+        self.rows.append((what, text))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.rows:
+            terminalreporter.section("browser test timings")
+            for what, text in self.rows:
+                terminalreporter.write_line(f"{what}: {text}")
