@@ -12,5 +12,5 @@ $py -m ddp_lessons train-mlp --nproc 1 --backend nccl --steps 40 --width 4096 --
 # A short step (about 2.5 ms, where a fixed per-step cost shows most) and a longer one.
 $py benchmarks/timing_overhead.py --nproc 1 --backend nccl --steps 200 --width 4096 --batch 256 --rounds 5 \
     --record overhead-h200x1-small
-$py benchmarks/timing_overhead.py --nproc 1 --backend nccl --steps 50 --width 8192 --depth 8 --batch 4096 --rounds 3 \
+$py benchmarks/timing_overhead.py --nproc 1 --backend nccl --steps 50 --width 4096 --depth 4 --batch 4096 --rounds 5 \
     --record overhead-h200x1-large

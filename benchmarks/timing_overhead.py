@@ -1,7 +1,7 @@
 """Overhead of StepTimer: the same DDP loop with the timer on, off, and in parts.
 
 Runs `overhead.loop_seconds_per_step` in every mode (see ddp_lessons.overhead),
-`--rounds` times in rotated order, and compares the median time per step
+`--rounds` times in rotated order inside one launch, and compares the median time per step
 with the uninstrumented loop ("off"). Target: "full" within 3% of "off".
 
     python benchmarks/timing_overhead.py [--nproc 2] [--steps 60] [--width 1024] [--record NAME]
@@ -11,7 +11,7 @@ import argparse
 import statistics
 
 from ddp_lessons import records, runtime
-from ddp_lessons.overhead import MODES, loop_seconds_per_step
+from ddp_lessons.overhead import MODES, all_modes
 
 
 def main():
@@ -25,13 +25,12 @@ def main():
     p.add_argument("--backend", default=None)
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     args = p.parse_args()
-    times = {m: [] for m in MODES}
+    out = runtime.run(all_modes, (args.steps, args.width, args.depth, args.batch, args.rounds),
+                      world_size=args.nproc, backend=args.backend)
+    # A step is as slow as its slowest rank.
+    times = {m: [max(r[m][i] for r in out) for i in range(args.rounds)] for m in MODES}
     for i in range(args.rounds):
-        for m in MODES[i % len(MODES):] + MODES[:i % len(MODES)]:  # rotate: drift hits all alike
-            out = runtime.run(loop_seconds_per_step, (args.steps, args.width, args.depth, args.batch, m),
-                              world_size=args.nproc, backend=args.backend)
-            times[m].append(max(out))  # a step is as slow as its slowest rank
-        print(f"round {i}: " + "  ".join(f"{m} {times[m][-1] * 1e3:.3f}" for m in MODES) + " ms/step", flush=True)
+        print(f"round {i}: " + "  ".join(f"{m} {times[m][i] * 1e3:.3f}" for m in MODES) + " ms/step")
     med = {m: statistics.median(v) for m, v in times.items()}
     for m in MODES:
         print(f"{m:>8}: {med[m] * 1e3:8.3f} ms/step  {med[m] / med['off'] - 1:+7.2%}  "

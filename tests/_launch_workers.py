@@ -36,3 +36,9 @@ def stuck_in_collective():
 def print_something():
     print("worker output that must not reach the caller")
     return os.getpid()
+
+
+def loader_with_workers():
+    """A DataLoader with worker processes inside a launched worker."""
+    from torch.utils.data import DataLoader
+    return sum(int(b.sum()) for b in DataLoader(list(range(8)), batch_size=4, num_workers=2))

@@ -222,3 +222,7 @@ def test_interrupt_stops_every_worker_within_5_s(worker):
     assert "interrupted" in out
     gone, alive = psutil.wait_procs(kids, timeout=1)
     assert not [p for p in alive if _is_worker(p)]  # a zombie has exited already
+
+
+def test_workers_may_start_dataloader_workers():
+    assert launch(w.loader_with_workers, world_size=2) == [28, 28]

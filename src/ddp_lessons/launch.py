@@ -199,8 +199,10 @@ class _Run:
 
     def start(self):
         for rank in range(self.world_size):
+            # Not daemonic: a daemon may not start children, and a worker's
+            # DataLoader needs to. `close` and PR_SET_PDEATHSIG end them instead.
             p = self.ctx.Process(target=_worker.child_main, args=(rank, self.spec),
-                                 name=f"ddp_lessons-rank{rank}", daemon=True)
+                                 name=f"ddp_lessons-rank{rank}", daemon=False)
             p.start()
             self.procs.append(p)
         for _, w in [(None, c) for c in self.spec.conns]:

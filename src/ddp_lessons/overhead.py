@@ -59,6 +59,15 @@ def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, mode: 
     return elapsed / steps
 
 
+def all_modes(steps: int, width: int, depth: int, batch: int, rounds: int = 5) -> dict:
+    """Every mode `rounds` times in one worker, in rotated order (drift hits all alike)."""
+    times = {m: [] for m in MODES}
+    for i in range(rounds):
+        for m in MODES[i % len(MODES):] + MODES[:i % len(MODES)]:
+            times[m].append(loop_seconds_per_step(steps, width, depth, batch, m))
+    return times
+
+
 def _sync(dev):
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
