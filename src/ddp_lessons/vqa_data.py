@@ -282,3 +282,24 @@ class VQAFeatureDataset(Dataset):
         for k in ("vqa_labels", "answer_types", "phrase_type", "qid"):
             out[k] = [b[k] for b in batch]
         return out
+
+
+def cli_command(p):
+    """`python -m ddp_lessons make-vqa-data`: write the stand-in dataset (`make data` runs it)."""
+    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2] / "data" / "vqa_rad"),
+                   help="where to write it (default: data/vqa_rad)")
+    p.add_argument("--n-images", type=int, default=315)
+    p.add_argument("--n-qa", type=int, default=3515)
+    p.add_argument("--image-size", type=int, default=64)
+    p.add_argument("--test-fraction", type=float, default=0.13)
+    p.add_argument("--answer-vocab", type=int, default=458)
+    p.add_argument("--seed", type=int, default=0)
+
+    def run(args):
+        s = make_vqa_dataset(args.root, n_images=args.n_images, n_qa=args.n_qa,
+                             image_size=args.image_size, test_fraction=args.test_fraction,
+                             answer_vocab=args.answer_vocab, seed=args.seed)
+        what = "wrote" if s["created"] else "found (unchanged)"
+        print(f"{what} {s['root']}: {s['n_images']} images at {s['image_size']} px, "
+              f"{s['n_train']} train / {s['n_test']} test questions, {s['bytes'] / 1e6:.1f} MB")
+    return run

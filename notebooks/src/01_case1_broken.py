@@ -1,0 +1,207 @@
+# %% [markdown]
+# # 01 · Case 1, as posted: does the script split the work, and where does its time go?
+#
+# **What you will learn**
+# - how to rebuild a posted DDP script as one training loop whose every questionable line is a named option;
+# - how to check "both GPUs run the same job" by counting what each rank really processed;
+# - where one step's time goes on every rank, and what rank 1 does while rank 0 evaluates.
+#
+# **Builds on:** `00_first_launch.ipynb` (`launch`, `StepTimer`, reading a step breakdown).
+# **Previous:** `00_first_launch.ipynb`. **Next:** `02_case1_answer.ipynb`.
+#
+# **The question.** Two RTX 3090s, plain PyTorch DDP, fine-tuning an M3AE vision-language model on VQA-RAD,
+# launched with `python -m torch.distributed.launch --nproc_per_node=2`. One epoch: 105 s on one GPU,
+# 133 s on two. "It looks as if both GPUs run the same job instead of splitting it."
+#
+# **Stand-ins, said once.** Neither M3AE's checkpoint nor VQA-RAD can be fetched here. The dataset is a
+# generated one with VQA-RAD's shape (JPEG images to decode and transform, question token ids, multi-hot
+# answers, OPEN/CLOSED types; VQA-RAD itself has 315 images and 3,515 questions); its pictures are drawn
+# shapes, not radiology, so accuracies mean little. The model has M3AE's structure (ViT image encoder,
+# RoBERTa-style text encoder, co-attention fusion, VQA head, and the pre-training heads VQA never uses) at
+# a tiny size for these CPUs and at about M3AE's size for the GPU recordings; no pre-trained weights.
+# What they keep is what decides speed: work per sample, gradient bytes, unused parameters.
+# Figures from GPUs are **recorded runs** on named hardware, loaded from `data/runs/`; everything else is
+# **measured live** on this machine when the notebook runs.
+
+# %%
+import matplotlib.pyplot as plt
+import ipywidgets as widgets
+from ddp_lessons import launch, plots, records, exercises
+from ddp_lessons import case1
+from ddp_lessons.case1 import Case1Options, train_case1, per_rank
+from ddp_lessons.vqa_model import M3AEConfig, M3AETransformerSS, count_parameters, gradient_bytes
+import torch
+
+# %% [markdown]
+# ## The stand-in dataset and model
+# `case1.tiny_dataset()` writes (once) the CPU-sized dataset under `data/vqa_tiny`: 64 images at 64 px, 400 questions.
+
+# %%
+data = case1.tiny_dataset()
+print({k: data[k] for k in ("n_images", "image_size", "n_train", "n_test", "num_answers")})
+
+# %% [markdown]
+# The model at both sizes. The M3AE-size one is built on the `meta` device: shapes only, no memory.
+# "unused_by_vqa" is the MLM, ITM and MIM heads, which a VQA step never touches.
+
+# %%
+with torch.device("meta"):
+    big = M3AETransformerSS(M3AEConfig.m3ae())
+tiny = M3AETransformerSS(M3AEConfig.tiny())
+for name, m in (("tiny", tiny), ("m3ae", big)):
+    c = count_parameters(m)
+    print(f"{name}: {c['total']:,} parameters, {c['unused_by_vqa']:,} unused by VQA, "
+          f"{gradient_bytes(m):,} bytes of fp32 gradients per all-reduce")
+
+# %% [markdown]
+# ## The posted script, one loop, every fix an option
+# `Case1Options()` reproduces the post: the sampler built as posted, `find_unused_parameters=True`,
+# the same per-process batch, `num_workers=4`, `total_loss += loss`, the schedule sized from
+# `len(trainset.entries)`, evaluation on rank 0 only. The answer's version and the fixed one differ by fields:
+
+# %%
+for name, value in Case1Options.broken().diff(Case1Options.answer()).items():
+    print(f"{name:24s} posted {value[0]!r:10}  answer {value[1]!r}")
+
+# %% [markdown]
+# ## Run without a launcher
+# Run as `python DPT_MLM_ddp2.py` (no launcher), `LOCAL_RANK` is unset, so `device` is never assigned and
+# the process group never initialised. `case1.run_without_launcher()` runs the post's first lines in a
+# fresh Python and reports the exceptions they really raise: first as posted, then with `device` defined
+# (the answer's `else:` branch) but the sampler still built as posted.
+
+# %%
+for attempt in case1.run_without_launcher():
+    print(f"{attempt['step']}: {attempt['error']}: {attempt['message']}")
+
+# %% [markdown]
+# So without a launcher the script does not run at all; the post's 133 s came from a launcher run.
+# ## Under a launcher: does the sampler split the data?
+# The accepted answer says the sampler is created before initialisation and so does not split.
+# In the posted code, `init_process_group` runs inside `if args.local_rank != -1:`, before the sampler,
+# and a launcher sets `LOCAL_RANK`. Measure: one worker for one epoch, then two workers for two epochs,
+# of the posted setup. Each worker gets one core (`threads=1`), as each process of the post got one GPU.
+
+# %%
+posted = Case1Options.broken()
+one = launch(train_case1, (posted, None, 1), world_size=1, threads=1)
+two = launch(train_case1, (posted, None, 2), world_size=2, threads=1)
+
+# %%
+for label, res in (("1 worker ", one), ("2 workers", two)):
+    for row in per_rank(res):
+        print(f"{label} rank {row['rank']}: {row['samples'] // len(res[0]['epochs'])} samples "
+              f"and {row['steps_per_epoch']} steps per epoch, batch {row['batch_size']}")
+a, b = (set(r["epochs"][0]["qids"]) for r in two)
+print("ranks share a sample:", bool(a & b), "| together they cover the train split:", len(a | b) == data["n_train"])
+
+# %% [markdown]
+# Each of the two ranks sees a disjoint half, 174 of the 348 questions, in half the steps: **claim 1 is
+# false for this script under a launcher**. The work is split. Yet the epoch is not twice as fast:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+t1 = one[0]["epochs"][0]["time_posted"]
+t2 = [r["epochs"][0]["time_posted"] for r in two]  # epoch 0: before any evaluation
+print(f"epoch time, as the post measures it: 1 worker {t1:.2f} s; 2 workers {t2[0]:.2f} s (rank 0), {t2[1]:.2f} s (rank 1)")
+fig, ax = plt.subplots(figsize=(5, 2.6))
+ax.bar(["1 worker", "2 workers\nrank 0", "2 workers\nrank 1"], [t1, *t2], color=["#4c72b0", "#c44e52", "#dd8452"])
+ax.set_ylabel("epoch 0 (s)"); ax.set_title("posted setup, measured here"); fig.tight_layout()
+
+# %% [markdown]
+# Two CPU cores shared by two ranks, each with 4 loader processes, do not make a two-GPU machine: the
+# point here is not the ratio but *where the time goes*. Every step of every rank, from `StepTimer`:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+fig = plots.step_breakdown([r["timer"] for r in two], title="posted setup, 2 workers (measured here)", skip=0)
+
+# %% [markdown]
+# The all-reduce moves the whole gradient every step, the unused heads included, in the buckets DDP made:
+
+# %%
+for row in per_rank(two):
+    print(f"rank {row['rank']}: all-reduce calls per step {row['allreduce_calls']}, "
+          f"bytes per step {row['allreduce_bytes']}, gradient bytes of the model {row['grad_bytes']}")
+
+# %% [markdown]
+# ## What rank 1 does while rank 0 evaluates
+# In the post only rank 0 evaluates, after its epoch; rank 1 goes straight on and blocks in the first
+# all-reduce of the next epoch until rank 0 is back. The two-epoch run above shows it.
+
+# %%
+w = case1.waited(two)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for r in w:
+    print(f"rank {r['rank']}: evaluated for {sum(r['eval_time']):.2f} s; waited at the start of epoch 1 for {r['waited'][0]:.2f} s")
+
+# %%
+print("who evaluated:", [r["rank"] for r in two if r["epochs"][0]["eval"] is not None])
+assert w[1]["waited"][0] > 0.5 * w[0]["eval_time"][0], "rank 1 should wait about as long as rank 0 evaluates"
+print("rank 1 waited for rank 0's evaluation: yes")
+
+# %% [markdown]
+# The post's clock (`time.time()` around the loop, on every rank, evaluation left out) therefore hides
+# the evaluation on rank 0 but charges it to rank 1's next epoch. Explore every rank and run:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+runs = {"1 worker, 1 epoch": one, "2 workers, 2 epochs": two}
+
+def show(run="2 workers, 2 epochs", rank=0):
+    row = per_rank(runs[run])[min(rank, len(runs[run]) - 1)]
+    return {k: (round(v * 1e3, 1) if isinstance(v, float) else v) for k, v in row.items()
+            if k in ("rank", "samples", "steps", "step_time", "data", "forward", "backward", "exposed", "optimizer")}
+
+widgets.interact(show, run=list(runs), rank=widgets.IntSlider(0, 0, 1));
+
+# %%
+{k: v for k, v in show("2 workers, 2 epochs", 1).items() if k in ("rank", "samples", "steps")}
+
+# %% [markdown]
+# ## The same script on a GPU (recorded)
+# The GPU figures below are a recorded run of the same code (`bash benchmarks/record_case1_gpu.sh`): the
+# M3AE-size model at 224 px, batch 32, one GPU (world size 1, NCCL), 30 steps. The line above each names
+# the hardware it ran on.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+gpu = {}
+for name in ("case1-h200-broken", "case1-h200-broken-bf16"):
+    try:
+        rec = records.load(name)
+    except records.RecordError as exc:
+        print(f"{name}: not recorded yet ({exc})")
+        continue
+    gpu[name] = rec
+    row = rec["results"]["per_rank"][0]
+    print(f"{name}: {records.describe_machine(rec)}")
+    print(f"  step {row['step_time'] * 1e3:.1f} ms (data wait {row['data'] * 1e3:.1f} ms), "
+          f"{row['allreduce_bytes'][0] / 1e9:.2f} GB all-reduced per step")
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+if gpu:
+    fig = plots.step_breakdown([rec["results"]["ranks"][0]["timer"] for rec in gpu.values()], skip=2,
+                               title=" | ".join(gpu) + " (recorded)")
+
+# %% [markdown]
+# ## Summary
+# - Under a launcher the posted sampler **does** split the data: each rank processes a disjoint half
+#   (counted above). Without a launcher the script fails before training (`device` unbound).
+# - Each rank all-reduces the whole gradient every step, unused heads included.
+# - Only rank 0 evaluates; rank 1 waits for it inside the next epoch's first all-reduce.
+#
+# Next, `02_case1_answer.ipynb` tests the accepted answer's fixes one at a time.
+#
+# ## Exercises
+# 1. With 2 workers, how many training samples does each rank process per epoch on this notebook's dataset?
+# 2. How many bytes does one step all-reduce for the M3AE-size model *with* its pre-training heads (fp32)?
+
+# %%
+exercises.check("01.1", ...);
+
+# %%
+exercises.check("01.2", ...);

@@ -1,0 +1,179 @@
+# %% [markdown]
+# # 02 · Case 1, the accepted answer: which fixes hold, one at a time
+#
+# **What you will learn**
+# - how to test a proposed fix by switching one option and measuring what changed (and what did not);
+# - what each batch-size choice does to steps per epoch, the global batch and the LR schedule;
+# - why `find_unused_parameters=False` alone crashes this model, and the two ways to fix it.
+#
+# **Builds on:** `01_case1_broken.ipynb` (the posted loop as `Case1Options`, counting samples per rank).
+# **Previous:** `01_case1_broken.ipynb`. **Next:** `03_case1_beyond.ipynb`.
+#
+# What changed since 01: nothing in the loop; only options. Live runs use the stand-in dataset and tiny
+# model of 01, two gloo workers with one core each; GPU figures are recorded runs, labelled with their hardware.
+
+# %%
+import matplotlib.pyplot as plt
+import ipywidgets as widgets
+from ddp_lessons import launch, records, exercises, WorkerFailed
+from ddp_lessons import case1
+from ddp_lessons.case1 import Case1Options, train_case1, train_case1_many, per_rank, by_run
+
+data = case1.tiny_dataset()
+
+# %% [markdown]
+# ## Every variant in one launch
+# The posted setup, the answer's (with the unused heads dropped, for a reason shown below), its two
+# batch-size choices, and one more fix for the heads (`static_graph`, below). `train_case1_many` runs them
+# one after the other in the same two workers. Where a variant only tests step counts, it runs without
+# loader processes or evaluation (`num_workers=0`, `evaluation="none"`): neither changes the counts.
+
+# %%
+quick = dict(num_workers=0, evaluation="none")
+variants = {
+    "posted": Case1Options.broken(),
+    "answer, same batch": Case1Options.answer(drop_heads=True, evaluation="none"),
+    "answer, batch halved": Case1Options.answer(drop_heads=True, batch="halved", **quick),
+    "answer, batch kept, LR x2": Case1Options.answer(drop_heads=True, batch="scale_lr", **quick),
+    "static_graph, heads kept": Case1Options.answer(static_graph=True, steps_limit=4, **quick),
+}
+runs = dict(zip(variants, by_run(launch(train_case1_many, (list(variants.values()), None, 1),
+                                        world_size=2, threads=1))))
+static = runs.pop("static_graph, heads kept")
+
+# %% [markdown]
+# ## Claim 1: "init first, then the sampler"
+# Under a launcher both versions give each rank the same number of samples: the change is harmless but
+# fixes nothing here (01 showed the posted split is already disjoint).
+
+# %%
+for name in ("posted", "answer, same batch"):
+    print(f"{name:20s} samples per rank: {[row['samples'] for row in per_rank(runs[name])]}")
+
+# %% [markdown]
+# ## Claim 2: halve the batch, or keep it and scale the LR
+# Steps per epoch, per-rank and global batch, peak LR, and how long the LR schedule was sized for:
+
+# %%
+for name, res in runs.items():
+    r = res[0]
+    print(f"{name:26s} batch {r['batch_size']}/rank, global {r['batch_size'] * r['world_size']:2d}, "
+          f"{r['steps_per_epoch']:2d} steps/epoch, peak LR {r['lr_peak']:.0e}, "
+          f"schedule sized for {r['schedule_steps']} steps, ran {len(r['lrs'])}")
+
+# %% [markdown]
+# Halving keeps the one-GPU global batch (8) and so the one-GPU step count: each rank takes as many steps
+# as one GPU did, on half-size batches; no fewer optimizer steps, so the epoch cannot get much faster.
+# Keeping the batch halves the steps (22 instead of 44) and doubles the global batch, hence the LR x2.
+# Neither choice touches the schedule: it is sized from `len(trainset.entries)` (44 steps at batch 8),
+# so with 22 steps per epoch the LR never gets through its decay. The LR each run really followed:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def lr_plot(names):
+    fig, ax = plt.subplots(figsize=(6, 2.8))
+    for name in names:
+        ax.plot(runs[name][0]["lrs"], ".-", label=name)
+    ax.set_xlabel("step"); ax.set_ylabel("learning rate"); ax.legend(fontsize=7); fig.tight_layout()
+    return fig
+
+widgets.interact(lambda run: lr_plot([run]), run=list(runs));
+
+# %%
+fig = lr_plot(list(runs))
+print("last LR / peak LR per run:", {n: round(r[0]["lrs"][-1] / r[0]["lr_peak"], 2) for n, r in runs.items()})
+
+# %% [markdown]
+# ## Claim 3: print on rank 0 only
+# A correctness and readability fix, not a speed one: the posted script logs on both ranks.
+
+# %%
+for name in ("posted", "answer, same batch"):
+    print(f"{name:20s} log lines per rank: {[len(r['log']) for r in runs[name]]}")
+
+# %% [markdown]
+# ## Claim 4a: `find_unused_parameters=False`
+# The answer as written keeps the MLM, ITM and MIM heads. DDP then expects a gradient for every parameter
+# and fails at the second step. The real error, first line:
+
+# %%
+try:
+    launch(train_case1, (Case1Options.answer(steps_limit=3, num_workers=0, evaluation="none"), None, 1),
+           world_size=2, threads=1)
+except WorkerFailed as err:
+    print(err.summary.split(" raised ", 1)[1].split(". ")[0])
+
+# %% [markdown]
+# Two fixes: drop the heads before wrapping (`drop_heads=True`, used above), or tell DDP the graph is
+# the same every step (`static_graph=True`), which finds the unused parameters once, in the first step.
+# Both run (the `static_graph` variant was in the launch above); only dropping the heads shrinks what is all-reduced:
+
+# %%
+for name, res in (("posted (find_unused=True)", runs["posted"]), ("static_graph=True, heads kept", static),
+                  ("heads dropped", runs["answer, same batch"])):
+    row = per_rank(res)[0]
+    print(f"{name:30s} steps {row['steps']:2d}, bytes all-reduced per step {row['allreduce_bytes']}")
+
+# %% [markdown]
+# ## Claim 4b: `num_workers=8`, `loss.item()`, timing on rank 0
+# Loader processes per rank: 4 posted, 8 in the answer; on two cores more processes only compete with
+# training. The data wait per step (median, measured here):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for name in ("posted", "answer, same batch"):
+    rows = per_rank(runs[name])
+    print(f"{name:20s} num_workers {runs[name][0]['num_workers']}: data wait "
+          f"{[round(r['data'] * 1e3, 1) for r in rows]} ms, step {[round(r['step_time'] * 1e3) for r in rows]} ms")
+
+# %% [markdown]
+# `total_loss += loss.item()` copies the loss to the host every step. On a CPU the loss already lives in
+# host memory and every op has finished when it returns, so `.item()` waits for nothing: it costs
+# ~nothing here. On a GPU it makes the host wait for the GPU every step. The recorded cost, on a GPU:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for name in ("case1-h200-fixed-bf16", "case1-h200-fixed-bf16-item"):
+    try:
+        rec = records.load(name)
+    except records.RecordError as exc:
+        print(f"{name}: not recorded yet"); continue
+    row = rec["results"]["per_rank"][0]
+    print(f"{name}: step {row['step_time'] * 1e3:.1f} ms, data wait {row['data'] * 1e3:.1f} ms "
+          f"[{records.describe_machine(rec)}]")
+
+# %% [markdown]
+# Timing on rank 0 only changes what is printed, not what is spent; 03 times the epoch properly
+# (device synchronised, between barriers).
+#
+# ## Distributed evaluation equals single-process evaluation
+# Not in the answer, but needed by 03: each rank scores its own shard (no padding repeats) and the counts
+# are summed. Same weights, same result as one process over the whole test set:
+
+# %%
+o = Case1Options.fixed(num_workers=0)
+single = case1.evaluate_case1(o, None, distributed=False)
+shards = launch(case1.evaluate_case1, (o, None, True), world_size=2, threads=1)
+print("single:", single["counts"], "| 2 ranks:", [s["counts"] for s in shards], "| equal:", shards[0] == single)
+
+# %% [markdown]
+# ## Summary
+# | answer's claim | measured here |
+# |---|---|
+# | 1. sampler does not split | false under a launcher; the reordering is harmless |
+# | 2. halve batch / scale LR | halving keeps the step count; keeping the batch halves it; the schedule stays mis-sized |
+# | 3. print on rank 0 | cosmetic |
+# | 4. `find_unused_parameters=False` | crashes with the heads present; drop them or use `static_graph` |
+# | 4. `num_workers=8`, `.item()` | more loader processes compete for cores; `.item()` adds a sync per step on GPUs |
+#
+# Next, `03_case1_beyond.ipynb`: what the answer missed, and the setup that scales.
+#
+# ## Exercises
+# 1. With the batch halved on 2 ranks, how many steps per epoch does each rank take on this dataset?
+# 2. Which of the answer's changes, applied alone, makes the run fail? (a string, e.g. `"num_workers=8"`)
+
+# %%
+exercises.check("02.1", ...);
+
+# %%
+exercises.check("02.2", ...);
