@@ -20,6 +20,7 @@ def test_busbw_is_algbw_times_2_n_minus_1_over_n():
             {"world_size": 4, "sizes": [1000], "times": [[0.001, 0.001, 0.003]]}]
     (row,) = bench.summarize(fake)
     assert row["time"] == 0.002  # median over iterations of the slowest rank: (1, 2, 3) ms
+    assert row["best"] == 0.001
     assert row["algbw"] == pytest.approx(1000 / 0.002)
     assert row["busbw"] == pytest.approx(row["algbw"] * 2 * 3 / 4)
 

@@ -114,7 +114,7 @@ ax.set_ylabel("epoch 0 (s)"); ax.set_title("posted setup, measured here"); fig.t
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig = plots.step_breakdown([r["timer"] for r in two], title="posted setup, 2 workers (measured here)", skip=0)
+plots.step_breakdown([r["timer"] for r in two], title="posted setup, 2 workers (measured here)", skip=0)
 
 # %% [markdown]
 # The all-reduce moves the whole gradient every step, the unused heads included, in the buckets DDP made:
@@ -184,8 +184,8 @@ for name in ("case1-h200-broken", "case1-h200-broken-bf16"):
 # %%
 # NBVAL_IGNORE_OUTPUT
 if gpu:
-    fig = plots.step_breakdown([rec["results"]["ranks"][0]["timer"] for rec in gpu.values()], skip=2,
-                               title=" | ".join(gpu) + " (recorded)")
+    display(plots.step_breakdown([rec["results"]["ranks"][0]["timer"] for rec in gpu.values()], skip=2,
+                                 title=" | ".join(gpu) + " (recorded)"))
 
 # %% [markdown]
 # ## Summary

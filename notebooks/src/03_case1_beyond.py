@@ -59,11 +59,11 @@ def bucket_table(name):
 widgets.interact(bucket_table, name=list(runs));
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-fig = plots.timeline([r["timer"] for r in runs["bucket 1 MB"]], step=-1, title="bucket 1 MB, last step (measured here)")
+print({n: per_rank(runs[n])[0]["allreduce_calls"] for n in runs if n.startswith("bucket")})
 
 # %%
-print({n: per_rank(runs[n])[0]["allreduce_calls"] for n in runs if n.startswith("bucket")})
+# NBVAL_IGNORE_OUTPUT
+plots.timeline([r["timer"] for r in runs["bucket 1 MB"]], step=-1, title="bucket 1 MB, last step (measured here)")
 
 # %% [markdown]
 # ## Evaluation, distributed (measured)
@@ -126,7 +126,7 @@ for name, bw in links.items():
     print(f"{name:20s} busbw {bw / 1e9:4.0f} GB/s: {case1.allreduce_time(with_heads, bw, 50e-6) * 1e3:6.0f} ms "
           f"with heads, {case1.allreduce_time(no_heads, bw, 50e-6) * 1e3:6.0f} ms without")
 print(f"this CPU's gloo (measured, fit): {bench.predict_time(no_heads, fit) * 1e3:.0f} ms for the same bytes")
-fig = plots.bandwidth([("gloo, 2 CPU workers (measured here)", rows, fit)])
+plots.bandwidth([("gloo, 2 CPU workers (measured here)", rows, fit)])
 
 # %% [markdown]
 # **Per-step compute.** The post gives 105 s per epoch on one GPU but not its batch size. Assume batch 32:

@@ -36,7 +36,7 @@ print("bytes per all-reduce:", {s["allreduce_bytes"] for s in steps if s["allred
 # Seven micro-steps per rank and epoch (1,667 samples in batches of 256): Lightning wraps the first two of every three in DDP's `no_sync`, and steps on the epoch's last batch anyway, so 0, 0, 1, 0, 0, 1, 1. Per step, per rank:
 
 # %%
-fig = plots.step_breakdown([r["times"] for r in ranks], title="posted test, 3 workers (gloo, 2 cores)", skip=2)
+plots.step_breakdown([r["times"] for r in ranks], title="posted test, 3 workers (gloo, 2 cores)", skip=2)
 
 # %% [markdown]
 # ## The whole run, taken apart (rank 0)
@@ -53,9 +53,8 @@ for k, v in sorted(parts.items(), key=lambda kv: -kv[1]):
     print(f"{k:40s} {v:7.3f} s")
 
 # %%
-assert parts["process start + rendezvous + imports"] > parts["all-reduce (busy time)"]
-assert parts["validation passes"] > parts["all-reduce (busy time)"]
-print("start-up and validation each cost more than every all-reduce of the run together")
+assert parts["process start + rendezvous + imports"] > 3 * parts["all-reduce (busy time)"]
+print("starting the processes costs more than every all-reduce of the run together, several times over")
 
 # %% [markdown]
 # ## The all-reduce against the bandwidth curve
@@ -65,7 +64,7 @@ print("start-up and validation each cost more than every all-reduce of the run t
 sweep = launch(bench.allreduce_sweep, (bench.default_sizes(4096, 8 * 2**20), 10), world_size=3, timeout=120)
 rows = bench.summarize(sweep)
 fit = bench.fit_latency_bandwidth(rows)
-fig = plots.bandwidth([("gloo, 3 ranks, 2 cores", rows, fit)])
+plots.bandwidth([("gloo, 3 ranks, 2 cores", rows, fit)])
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -58,6 +58,7 @@ print(f"per step: Lightning {lstep * 1e3:.2f} ms, plain {pstep * 1e3:.2f} ms: Li
 # On two shared cores the two workers also share the compute, so "scaling" is bounded by the cores, not by DDP. The predictor, fed the costs measured above, by width:
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 costs = Costs(c0=c0, k=k, step_fixed=max(lstep - pstep, 0.0), latency=fit["latency"],
               bandwidth=fit["bandwidth"], slowdown={2: 2.0, 3: 3.0}, source="this machine")
 rows = table(costs, "width", [64, 256, 1024, 4096], world_size=2, **{"epochs": 2})

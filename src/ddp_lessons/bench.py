@@ -74,7 +74,8 @@ def _time_cuda(buf, iters):
 
 
 def summarize(rank_results: list[dict]) -> list[dict]:
-    """Per size: median over iterations of the slowest rank's time, algbw, busbw."""
+    """Per size: median over iterations of the slowest rank's time, algbw, busbw;
+    also the p90 and the best iteration (what the link does without scheduler noise)."""
     n = rank_results[0]["world_size"]
     rows = []
     for i, nbytes in enumerate(rank_results[0]["sizes"]):
@@ -83,7 +84,7 @@ def summarize(rank_results: list[dict]) -> list[dict]:
         t = statistics.median(per_iter)
         p90 = sorted(per_iter)[int(0.9 * (len(per_iter) - 1))]
         algbw = nbytes / t
-        rows.append({"bytes": nbytes, "time": t, "p90": p90, "algbw": algbw,
+        rows.append({"bytes": nbytes, "time": t, "p90": p90, "best": min(per_iter), "algbw": algbw,
                      "busbw": algbw * 2 * (n - 1) / n if n > 1 else 0.0})
     return rows
 

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +29,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 from . import runtime
 from ._worker import report_progress
-from .timing import StepTimer, median_step
+from .timing import StepTimer
 from .vqa_data import VQAFeatureDataset, make_vqa_dataset
 from .vqa_model import (M3AEConfig, M3AETransformerSS, count_parameters,
                         drop_unused_heads, gradient_bytes)
@@ -354,16 +352,6 @@ def train_case1_many(option_list, data_root=None, epochs: int = 1) -> list[dict]
     return out
 
 
-def by_run(results: list[list[dict]]) -> list[list[dict]]:
-    """Turn launch(train_case1_many, ...)'s per-rank lists into per-run lists of ranks."""
-    return [list(ranks) for ranks in zip(*results)]
-
-
-def allreduce_time(nbytes: float, busbw: float, latency: float = 0.0, world: int = 2) -> float:
-    """Modelled ring all-reduce time: latency + bytes * 2(n-1)/n / busbw (nccl-tests' busbw)."""
-    return latency + nbytes * 2 * (world - 1) / world / busbw
-
-
 def evaluate_case1(options, data_root=None, distributed: bool = True) -> dict:
     """Worker: build the model of `options` (seeded, untrained) and evaluate it,
     on this rank's shard with the counts summed over ranks (`distributed`),
@@ -379,130 +367,6 @@ def evaluate_case1(options, data_root=None, distributed: bool = True) -> dict:
     return evaluate(model, loader, dev, distributed=distributed, amp=o.amp)
 
 
-# -- reading the results ---------------------------------------------------------
-def per_rank(results: list[dict], skip: int = 2) -> list[dict]:
-    """One row per rank: samples, steps, all-reduce calls and bytes per step,
-    median step time and its parts (s), epoch times (s). For tables and checks."""
-    rows = []
-    for r in results:
-        steps = r["timer"]["steps"]
-        m = median_step(r["timer"], skip=skip) if steps else {}
-        later = steps[skip:] or steps
-        rows.append({"rank": r["rank"], "samples": sum(e["samples"] for e in r["epochs"]),
-                     "steps": sum(e["steps"] for e in r["epochs"]),
-                     "steps_per_epoch": r["steps_per_epoch"], "batch_size": r["batch_size"],
-                     "allreduce_calls": sorted({s["allreduce_calls"] for s in later}),
-                     "allreduce_bytes": sorted({s["allreduce_bytes"] for s in later}),
-                     "grad_bytes": r["grad_bytes"], **{k: m.get(k, 0.0) for k in
-                     ("step_time", "data", "forward", "backward", "optimizer", "allreduce", "exposed")},
-                     "epoch_posted": [e["time_posted"] for e in r["epochs"]],
-                     "epoch_synced": [e["time_synced"] for e in r["epochs"]]})
-    return rows
-
-
-def epoch_span(results: list[dict]) -> list[float]:
-    """Per epoch: from the first rank's start to the last rank's end (one host's clock)."""
-    n = len(results[0]["epochs"])
-    return [max(r["epochs"][e]["t_end"] for r in results) - min(r["epochs"][e]["t_start"] for r in results)
-            for e in range(n)]
-
-
-def waited(results: list[dict]) -> list[dict]:
-    """Per rank and epoch after the first: seconds spent waiting for another rank,
-    as time in the start barrier plus the first step's excess over the median step."""
-    out = []
-    for r in results:
-        steps = [s["step_time"] for s in r["timer"]["steps"]]
-        per = r["steps_per_epoch"]
-        row = []
-        for e in r["epochs"][1:]:
-            epoch_steps = steps[e["epoch"] * per:(e["epoch"] + 1) * per]
-            rest = sorted(epoch_steps[1:]) or epoch_steps
-            row.append(e["barrier_wait"] + max(0.0, epoch_steps[0] - rest[len(rest) // 2]))
-        out.append({"rank": r["rank"], "waited": row,
-                    "eval_time": [e["eval_time"] for e in r["epochs"]]})
-    return out
-
-
-def throughput(results: list[dict], skip: int = 2) -> float:
-    """Samples per second of the whole job in steady state: the sum over ranks of
-    per-rank batch / median step time (leaves out warm-up steps)."""
-    return sum(r["batch_size"] / median_step(r["timer"], skip=skip)["step_time"] for r in results)
-
-
-# -- the post run without a launcher -------------------------------------------
-_WITHOUT_LAUNCHER = r"""
-import json, os, torch, torch.distributed as dist, torch.nn as nn
-os.environ.pop("LOCAL_RANK", None)
-out = []
-def main(local_rank):                 # the post's main(), its first lines as written
-    if local_rank != -1:
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-        torch.distributed.init_process_group(backend="nccl")
-    model = nn.Linear(4, 4)
-    model = model.to(device)
-def main_with_device(local_rank):     # ... with the answer's `else: device = ...`, sampler as posted
-    device = torch.device("cpu")
-    word_size = dist.get_world_size()
-for fn in (main, main_with_device):
-    try:
-        fn(int(os.environ.get("LOCAL_RANK", -1)))
-        out.append({"step": fn.__name__, "error": None, "message": ""})
-    except Exception as exc:
-        out.append({"step": fn.__name__, "error": type(exc).__name__, "message": str(exc)})
-print(json.dumps(out))
-"""
-
-
-def run_without_launcher() -> list[dict]:
-    """Run the post's first lines in a fresh `python` with LOCAL_RANK unset (no
-    launcher); return each attempt's real exception type and message."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    proc = subprocess.run([sys.executable, "-c", _WITHOUT_LAUNCHER], capture_output=True,
-                          text=True, env=env, timeout=120)
-    if proc.returncode:
-        raise RuntimeError(f"the no-launcher run failed unexpectedly:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-# -- python -m ddp_lessons case1 ---------------------------------------------
-def cli_command(p):
-    """`python -m ddp_lessons case1`: one training run, printed and optionally recorded."""
-    from . import cli
-    cli.common(p)
-    p.add_argument("--preset", choices=["broken", "answer", "fixed"], default="broken")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one Case1Options field, e.g. find_unused_parameters=false")
-    p.add_argument("--model", choices=["tiny", "m3ae"], default=None)
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--steps-limit", type=int, default=None)
-    p.add_argument("--amp", action="store_true", help="bf16 autocast around the forward pass")
-    p.add_argument("--data-root", default=None, help="default: the tiny dataset in data/vqa_tiny")
-
-    def run(args):
-        changes = dict(parse_override(s) for s in args.overrides)
-        for key, val in (("model", args.model), ("batch_size", args.batch_size),
-                         ("steps_limit", args.steps_limit)):
-            if val is not None:
-                changes[key] = val
-        if args.amp:
-            changes["amp"] = True
-        o = Case1Options.preset(args.preset, **changes)
-        if args.data_root is None and not runtime.under_torchrun():
-            tiny_dataset()  # once, before the workers start
-        out = cli.run_workers(args, train_case1, (dataclasses.asdict(o), args.data_root, args.epochs))
-        if out is None:
-            return
-        for row in per_rank(out):
-            print(f"rank {row['rank']}: {row['samples']} samples in {row['steps']} steps, "
-                  f"step {row['step_time'] * 1e3:.1f} ms (data {row['data'] * 1e3:.1f}, "
-                  f"exposed all-reduce {row['exposed'] * 1e3:.1f}), all-reduce "
-                  f"{row['allreduce_calls']} calls / {row['allreduce_bytes']} B per step, "
-                  f"epoch {', '.join(f'{t:.2f}' for t in row['epoch_synced'])} s")
-        config = {"preset": args.preset, "options": dataclasses.asdict(o), "epochs": args.epochs,
-                  "data_root": args.data_root, "world_size": len(out)}
-        cli.save_record(args, "case1", config, {"ranks": out, "per_rank": per_rank(out)},
-                        backend=out[0]["backend"])
-    return run
+# Reading the results and the CLI live in their own modules; their names stay here.
+from .case1_results import allreduce_time, by_run, epoch_span, per_rank, throughput, waited  # noqa: E402,F401
+from .case1_cli import cli_command, run_without_launcher  # noqa: E402,F401

@@ -24,7 +24,7 @@ COMMANDS = {
     "allreduce": "ddp_lessons.cli:_allreduce_command",
     "train-mlp": "ddp_lessons.cli:_train_mlp_command",
     "error-demos": "ddp_lessons.cli:_error_demos_command",
-    "case1": "ddp_lessons.case1:cli_command",
+    "case1": "ddp_lessons.case1_cli:cli_command",
     "make-vqa-data": "ddp_lessons.vqa_data:cli_command",
     "case2": "ddp_lessons.case2_cli:cli_command",
 }
