@@ -96,6 +96,21 @@ a, b = (set(r["epochs"][0]["qids"]) for r in two)
 print("ranks share a sample:", bool(a & b), "| together they cover the train split:", len(a | b) == data["n_train"])
 
 # %% [markdown]
+# The same code under `torchrun`, the launcher the post's `torch.distributed.launch` became: the worker is
+# unchanged, torchrun starts the two processes and sets `RANK`, `LOCAL_RANK` and `WORLD_SIZE`
+# (`python -m ddp_lessons case1` is the command-line entry point; 4 steps, no evaluation, to keep it short):
+
+# %%
+import re, subprocess, sys
+cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+       "-m", "ddp_lessons", "case1", "--preset", "broken", "--steps-limit", "4",
+       "--set", "evaluation=none", "--set", "num_workers=0"]
+out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
+for line in out.splitlines():
+    if m := re.match(r"(rank \d+: \d+ samples in \d+ steps)", line):
+        print("torchrun", m.group(1))
+
+# %% [markdown]
 # Each of the two ranks sees a disjoint half, 174 of the 348 questions, in half the steps: **claim 1 is
 # false for this script under a launcher**. The work is split. Yet the epoch is not twice as fast:
 
