@@ -26,8 +26,11 @@ install: $(STAMP)
 data: install
 	$(BIN)/python -m ddp_lessons make-vqa-data
 
+# JupyterLab refuses to run as root unless told; containers and lent machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: install data
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 notebooks/00_first_launch.ipynb
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) notebooks/00_first_launch.ipynb
 
 browser-deps:
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
