@@ -49,12 +49,7 @@ def plain_fit(opts, accelerator: str = "cpu", steps: int | None = None) -> dict:
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             with timer.phase("forward"):
                 loss = loss_fn(model(x), y, opts)
-            with timer.phase("backward"):
-                loss.backward()
-            with timer.phase("optimizer"):
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-            timer.step_done()
+            timer.finish_step(loss, opt)
             done += 1
             if steps is not None and done >= steps:
                 break

@@ -46,12 +46,7 @@ def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, mode: 
         for _ in timer.data([None]):
             with timer.phase("forward"):
                 loss = nn.functional.mse_loss(model(x), y)
-            with timer.phase("backward"):
-                loss.backward()
-            with timer.phase("optimizer"):
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-            timer.step_done()
+            timer.finish_step(loss, opt)
     _sync(dev)  # note: the one CPU-GPU sync, after the timed loop
     elapsed = time.perf_counter() - t0
     if timer.enabled:

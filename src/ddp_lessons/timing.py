@@ -8,7 +8,7 @@ Usage inside a worker (notebook 00_first_launch introduces it):
         with timer.phase("forward"):  loss = loss_fn(ddp_model(batch))
         with timer.phase("backward"): loss.backward()
         with timer.phase("optimizer"): opt.step(); opt.zero_grad()
-        timer.step_done()
+        timer.step_done()                      # (the last four lines: timer.finish_step(loss, opt))
     times = timer.result()                     # plain dict, one entry per step
 
 Clocks: the host's `perf_counter` on CPUs. On GPUs a CUDA event is recorded at
@@ -138,6 +138,16 @@ class StepTimer:
 
     def _bucket_done(self, index, ready, done, sent_bytes, grad_bytes):
         self._buckets.append((index, ready, done, sent_bytes, grad_bytes))
+
+    def finish_step(self, loss, optimizer):
+        """The rest of a plain training step, timed: backward, optimizer step
+        (gradients set to None), then `step_done`."""
+        with self.phase("backward"):
+            loss.backward()
+        with self.phase("optimizer"):
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        self.step_done()
 
     def step_done(self):
         """Close the current step (call once per optimizer step or micro-step)."""

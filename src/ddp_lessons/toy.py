@@ -79,12 +79,7 @@ def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64
         if ddp_logging and i > 0:
             # DDP updates its logging data in the forward pass: it now holds step i-1.
             logged.append(ddp_logging_times(model))
-        with timer.phase("backward"):
-            loss.backward()
-        with timer.phase("optimizer"):
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        timer.step_done()
+        timer.finish_step(loss, opt)
         report_progress(i + 1, steps)
     out = timer.result() if timed else {"rank": dist.get_rank(), "steps": []}
     out["ddp_logging"] = logged
