@@ -96,7 +96,7 @@ assert one["wall"] < helper_total, "one device should win against the launched r
 print("one device wins against three launched workers, start-up included:", one["wall"] < helper_total)
 
 # %% [markdown]
-# The effect the asker saw reproduces on CPUs. The launcher's total is dominated by starting processes (spawn imports torch and Lightning three times on two cores); `ddp_notebook` forks instead, so it is cheaper to start, but it only works in a kernel that never touched CUDA, and its workers' results stay in the workers. Notebook 05 takes the time apart.
+# The effect the asker saw reproduces on CPUs against the launched run: its total is dominated by starting processes (spawn imports torch and Lightning three times on two cores). `ddp_notebook` forks instead and pays no imports; against it the result is close to a tie, sometimes one way, sometimes the other (compare the two lines above, and rerun): three forked workers split the posted test's per-epoch work (every sample drawn with `torch.randn`, all 5,000 validated) while sharing two cores. It only works in a kernel that never touched CUDA, and its workers' results stay in the workers. A real GPU run pays what the CPU one does not: a process per GPU, CUDA start-up, NVML in every step. Notebook 05 takes the time apart.
 #
 # ## Recorded on a GPU
 # The same posted test (NVML block on, batch 256) recorded on one GPU, if the record exists:
@@ -115,7 +115,7 @@ except records.RecordError as exc:
 
 # %% [markdown]
 # ## Summary
-# - The posted test, rebuilt in `ddp_lessons.case2`, runs on one device and on three DDP workers; one device wins here too.
+# - The posted test, rebuilt in `ddp_lessons.case2`, runs on one device and on three DDP workers; one device wins against the launched workers, start-up included; against forked `ddp_notebook` workers it is close to a tie on two CPU cores.
 # - Under the launcher, Lightning reuses its processes and process group: `creates_processes_externally` is true, no extra process appears.
 # - `ddp_notebook` starts workers by fork from the kernel; the launcher spawns them, which costs imports but works after CUDA is touched.
 #
