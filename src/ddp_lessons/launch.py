@@ -205,7 +205,7 @@ class _Run:
                                  name=f"ddp_lessons-rank{rank}", daemon=False)
             p.start()
             self.procs.append(p)
-        for _, w in [(None, c) for c in self.spec.conns]:
+        for w in self.spec.conns:
             w.close()  # the children hold the write ends now
         self.start_time = time.monotonic()
 
