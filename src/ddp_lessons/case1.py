@@ -169,8 +169,7 @@ def _sampler(o: Case1Options, trainset):
 
 def _workers(o: Case1Options) -> int:
     if o.num_workers == "cores":
-        from .launch import cpu_count
-        return max(0, cpu_count() // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+        return max(0, runtime.cpu_count() // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
     return int(o.num_workers)
 
 

@@ -27,20 +27,13 @@ from . import _worker
 from .errors import (CudaForkError, LaunchConfigError, NotebookWorkerError,
                      WorkerFailed, WorkerTimeout)
 from .progress import make_progress
+from .runtime import cpu_count
 
 GRACE_S = 1.0        # after a first failure, how long peers get to report theirs
 TERMINATE_S = 2.0    # SIGTERM, then SIGKILL after this long
 # Messages of a rank that failed only because a peer went away first.
 _COLLATERAL = ("connection closed by peer", "connection reset by peer",
                "broken pipe", "socket closed", "recv", "communicator was aborted")
-
-
-def cpu_count() -> int:
-    """Cores this process may run on (respects taskset / container limits)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def visible_gpus(start_method: str = "spawn") -> int:

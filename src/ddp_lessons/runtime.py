@@ -15,6 +15,14 @@ import torch
 import torch.distributed as dist
 
 
+def cpu_count() -> int:
+    """Cores this process may run on (respects taskset / container limits)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def under_torchrun() -> bool:
     """True when torchrun (or another launcher) started this process as one rank."""
     return "TORCHELASTIC_RUN_ID" in os.environ or (
@@ -55,7 +63,8 @@ def init_from_env(backend: str | None = None, timeout_s: float = 600.0) -> None:
     if backend == "nccl":
         torch.cuda.set_device(local_rank())
         kwargs["device_id"] = torch.device("cuda", local_rank())
-    threads = max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+    # As under launch: the cores divided among the ranks of this node.
+    threads = max(1, cpu_count() // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
     torch.set_num_threads(threads)
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
 
