@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-from ddp_lessons import launch, records, toy
+from ddp_lessons import launch, records
+from ddp_lessons.intro import workers as toy
 
 
 def time_launch(n):

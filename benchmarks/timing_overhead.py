@@ -1,6 +1,6 @@
 """Overhead of StepTimer: the same DDP loop with the timer on, off, and in parts.
 
-Runs `overhead.loop_seconds_per_step` in every mode (see ddp_lessons.overhead),
+Runs `overhead.loop_seconds_per_step` in every mode (see ddp_lessons.intro.overhead),
 `--rounds` times in rotated order inside one launch, and compares the median time per step
 with the uninstrumented loop ("off"). Target: "full" within 3% of "off".
 
@@ -10,8 +10,8 @@ with the uninstrumented loop ("off"). Target: "full" within 3% of "off".
 import argparse
 import statistics
 
-from ddp_lessons import records, runtime
-from ddp_lessons.overhead import MODES, all_modes
+from ddp_lessons import records, run
+from ddp_lessons.intro.overhead import MODES, all_modes
 
 
 def main():
@@ -25,7 +25,7 @@ def main():
     p.add_argument("--backend", default=None)
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     args = p.parse_args()
-    out = runtime.run(all_modes, (args.steps, args.width, args.depth, args.batch, args.rounds),
+    out = run(all_modes, (args.steps, args.width, args.depth, args.batch, args.rounds),
                       world_size=args.nproc, backend=args.backend)
     # A step is as slow as its slowest rank.
     times = {m: [max(r[m][i] for r in out) for i in range(args.rounds)] for m in MODES}

@@ -7,10 +7,11 @@ import psutil
 import pytest
 
 from ddp_lessons import WorkerFailed, cli, launch, records
-from ddp_lessons.case1 import (Case1Options, evaluate_case1, parse_override, per_rank,
-                               run_without_launcher, train_case1)
-from ddp_lessons.vqa_data import make_vqa_dataset
-from ddp_lessons.vqa_model import M3AEConfig, M3AETransformerSS, drop_unused_heads, gradient_bytes
+from ddp_lessons import case1
+from ddp_lessons.case1 import evaluate_worker, parse_override, per_rank, run_without_launcher
+from ddp_lessons.case1.data import make_vqa_dataset
+from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS, drop_unused_heads
+from ddp_lessons.common import gradient_bytes
 
 FAST = dict(num_workers=0, batch_size=8)   # loader workers only where a test needs them
 
@@ -39,14 +40,14 @@ def no_process_left():
 
 @pytest.fixture(scope="module")
 def posted(root):
-    return launch(train_case1, (Case1Options.broken(**FAST), root, 2), world_size=2)
+    return launch(case1.train, (case1.Options.broken(**FAST), root, 2), world_size=2)
 
 
 @pytest.fixture(scope="module")
 def fixed(root):
     # One loader worker per rank ("cores" on 2 cores, 2 ranks), halved batch, no set_epoch.
-    o = Case1Options.fixed(batch_size=8, batch="halved", set_epoch=False)
-    return launch(train_case1, (o, root, 2), world_size=2)
+    o = case1.Options.fixed(batch_size=8, batch="halved", set_epoch=False)
+    return launch(case1.train, (o, root, 2), world_size=2)
 
 
 def test_posted_sampler_splits_the_data_under_a_launcher(posted, train_qids):
@@ -89,23 +90,23 @@ def test_posted_evaluation_runs_on_rank_0_only(posted, fixed):
 
 
 def test_distributed_evaluation_equals_single_process(root):
-    o = Case1Options.fixed(**FAST)
-    single = evaluate_case1(o, root, distributed=False)
-    shards = launch(evaluate_case1, (o, root, True), world_size=2)
+    o = case1.Options.fixed(**FAST)
+    single = evaluate_worker(o, root, distributed=False)
+    shards = launch(evaluate_worker, (o, root, True), world_size=2)
     assert shards[0] == shards[1] == single and single["n"] == 11
 
 
 def test_find_unused_false_with_heads_fails_with_ddps_message(root):
-    o = Case1Options.broken(find_unused_parameters=False, steps_limit=3, evaluation="none", **FAST)
+    o = case1.Options.broken(find_unused_parameters=False, steps_limit=3, evaluation="none", **FAST)
     with pytest.raises(WorkerFailed) as err:
-        launch(train_case1, (o, root, 1), world_size=2)
+        launch(case1.train, (o, root, 1), world_size=2)
     assert "Expected to have finished reduction in the prior iteration" in err.value.summary
 
 
 def test_static_graph_runs_with_the_heads_still_there(root):
-    o = Case1Options.broken(find_unused_parameters=False, static_graph=True, steps_limit=3,
+    o = case1.Options.broken(find_unused_parameters=False, static_graph=True, steps_limit=3,
                             evaluation="none", **FAST)
-    out = launch(train_case1, (o, root, 1), world_size=2)
+    out = launch(case1.train, (o, root, 1), world_size=2)
     assert [r["epochs"][0]["steps"] for r in out] == [3, 3]
 
 

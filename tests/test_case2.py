@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from ddp_lessons import case2, launch, records
-from ddp_lessons.bench import predict_time
-from ddp_lessons.case2_breakeven import Costs, breakeven, grad_bytes, param_count, predict, speedup
+from ddp_lessons.case2.breakeven import Costs, breakeven, predict, speedup
+from ddp_lessons.case2.model import grad_bytes, param_count
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
 SHORT = dict(epochs=1, train_batches=6, val_batches=2)

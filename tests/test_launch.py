@@ -16,7 +16,9 @@ import torch
 
 import _launch_workers as w
 from ddp_lessons import (CudaForkError, LaunchConfigError, NotebookWorkerError,
-                         WorkerFailed, WorkerTimeout, launch, toy)
+                         WorkerFailed, WorkerTimeout, launch)
+from ddp_lessons.intro import workers as toy
+from ddp_lessons.launcher import checks
 
 
 def _is_worker(p):
@@ -87,7 +89,7 @@ def test_more_nccl_ranks_than_gpus_refused(monkeypatch):
     with pytest.raises(LaunchConfigError, match=want):
         launch(toy.hello, world_size=n + 1, backend="nccl")
     # As on a one-GPU machine (the count is all the check reads):
-    monkeypatch.setattr(sys.modules["ddp_lessons.launch"], "visible_gpus", lambda start_method="spawn": 1)
+    monkeypatch.setattr(checks, "visible_gpus", lambda start_method="spawn": 1)
     with pytest.raises(LaunchConfigError, match=r"world_size=2 needs 2 GPUs with NCCL \(one per rank\) but 1 visible: "
                                                  r"use world_size<=1, or backend='gloo'"):
         launch(toy.hello, world_size=2, backend="nccl")
@@ -130,7 +132,7 @@ def test_fork_refused_when_a_forked_child_would_be_a_bad_fork(monkeypatch):
 
 
 def test_fork_check_passes_in_a_clean_process():
-    assert not sys.modules["ddp_lessons.launch"]._fork_poisoned()
+    assert not checks._fork_poisoned()
 
 
 def _expect_failure(how, world_size=2):
@@ -184,7 +186,8 @@ def test_rendezvous_listens_on_loopback_only():
 
 
 def test_two_launches_at_once_do_not_collide():
-    code = "from ddp_lessons import launch, toy; print(launch(toy.hello, world_size=2)[0]['sum'])"
+    code = ("from ddp_lessons import launch; from ddp_lessons.intro import workers; "
+            "print(launch(workers.hello, world_size=2)[0]['sum'])")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert outs == ["3.0", "3.0"] and all(p.returncode == 0 for p in procs)

@@ -5,7 +5,8 @@ import statistics
 import pytest
 import torch
 
-from ddp_lessons import launch, toy
+from ddp_lessons import launch
+from ddp_lessons.intro import workers as toy
 from ddp_lessons.timing import StepTimer, _comm_numbers, median_step
 
 

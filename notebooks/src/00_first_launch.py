@@ -22,7 +22,9 @@
 
 # %%
 import torch
-from ddp_lessons import launch, toy, bench, plots, records, exercises
+from ddp_lessons import launch, allreduce, plots, records
+from ddp_lessons.intro import workers
+from ddp_lessons.intro.exercises import check
 from ddp_lessons.timing import median_step
 
 # %% [markdown]
@@ -41,11 +43,11 @@ print("backend launch will pick:", "nccl" if torch.cuda.is_available() else "glo
 # %% [markdown]
 # ## A first launch
 # `launch(fn, args, world_size=N)` starts N processes, initialises `torch.distributed` in each (gloo here),
-# runs `fn(*args)` and returns every rank's return value, in rank order. `toy.hello` all-reduces `rank + 1`:
+# runs `fn(*args)` and returns every rank's return value, in rank order. `workers.hello` all-reduces `rank + 1`:
 # with 2 ranks every rank ends up holding 1 + 2 = 3.
 
 # %%
-out = launch(toy.hello, world_size=2)
+out = launch(workers.hello, world_size=2)
 for r in out:
     print(f"rank {r['rank']} of {r['world_size']} ({r['backend']}): sum = {r['sum']:g}, "
           f"RANK={r['env']['RANK']} MASTER_ADDR={r['env']['MASTER_ADDR']}, torch threads = {r['threads']}")
@@ -95,7 +97,7 @@ for case in ("fork_before_cuda", "fork_after_is_available", "fork_after_cuda"):
 
 # %%
 try:
-    launch(toy.hello, world_size=2, backend="nccl")
+    launch(workers.hello, world_size=2, backend="nccl")
 except Exception as e:
     print(type(e).__name__, "|", e.summary)
 
@@ -105,7 +107,7 @@ except Exception as e:
 
 # %%
 try:
-    launch(toy.fail_on, (1, "raise"), world_size=2)
+    launch(workers.fail_on, (1, "raise"), world_size=2)
 except Exception as e:
     print(type(e).__name__, "| rank", e.rank, "|", e.summary)
     print("traceback ends with:", e.worker_traceback.strip().splitlines()[-1])
@@ -116,7 +118,7 @@ except Exception as e:
 
 # %%
 try:
-    launch(toy.fail_on, (1, "skip"), world_size=2, timeout=3)
+    launch(workers.fail_on, (1, "skip"), world_size=2, timeout=3)
 except Exception as e:
     print(type(e).__name__, "|", e.summary)
 
@@ -125,15 +127,15 @@ except Exception as e:
 # (tests/test_launch.py checks each case, and interrupting the kernel too).
 #
 # ## What an all-reduce costs here
-# `bench.allreduce_sweep` times all-reduces of float32 tensors from 4 KiB to 16 MiB on every rank.
+# `allreduce.allreduce_sweep` times all-reduces of float32 tensors from 4 KiB to 16 MiB on every rank.
 # As in nccl-tests: **algbw** = bytes / time, and **busbw** = algbw · 2(n−1)/n, the rate each link
 # must sustain in a ring all-reduce (comparable with a link's bandwidth whatever the number of ranks n).
 
 # %%
-sizes = bench.default_sizes(4 * 1024, 16 * 2**20)
-sweep = launch(bench.allreduce_sweep, (sizes, 30, 3), world_size=2)
-rows = bench.summarize(sweep)
-fit = bench.fit_latency_bandwidth(rows)
+sizes = allreduce.default_sizes(4 * 1024, 16 * 2**20)
+sweep = launch(allreduce.allreduce_sweep, (sizes, 30, 3), world_size=2)
+rows = allreduce.summarize(sweep)
+fit = allreduce.fit_latency_bandwidth(rows)
 print(len(rows), "message sizes on", sweep[0]["world_size"], "ranks,", sweep[0]["backend"])
 
 # %%
@@ -168,7 +170,7 @@ import ipywidgets as widgets
 def predicted(log2_bytes=20):
     n = 2 ** log2_bytes
     bound = "latency" if fit["latency"] > n / fit["bandwidth"] else "bandwidth"
-    return f"{n:,d} B: predicted {bench.predict_time(n, fit) * 1e6:,.0f} us ({bound}-bound)"
+    return f"{n:,d} B: predicted {allreduce.predict_time(n, fit) * 1e6:,.0f} us ({bound}-bound)"
 
 widgets.interact(lambda log2_bytes: print(predicted(log2_bytes)),
                  log2_bytes=widgets.IntSlider(value=20, min=10, max=30, description="log2 bytes"));
@@ -189,12 +191,12 @@ print(len(gpu_sweeps) > 0 or "no multi-GPU all-reduce recording yet")
 
 # %% [markdown]
 # ## Where a step's time goes
-# `toy.train_mlp` trains a small MLP with DDP and times every step on every rank with `timing.StepTimer`:
+# `workers.train_mlp` trains a small MLP with DDP and times every step on every rank with `timing.StepTimer`:
 # data wait, forward, backward, optimizer, and each gradient bucket's all-reduce, timed inside a DDP
 # communication hook. With 1 MB buckets the 3.2 MB of gradients go out in several all-reduces per step.
 
 # %%
-steps = launch(toy.train_mlp, (20, 512, 4, 64, 1.0), world_size=2)
+steps = launch(workers.train_mlp, (20, 512, 4, 64, 1.0), world_size=2)
 s = steps[0]["steps"][5]
 print("gradient bytes per rank:", steps[0]["grad_bytes"])
 print("all-reduce calls per step (step 0, then after DDP rebuilt its buckets):",
@@ -226,8 +228,8 @@ for r in steps:
 # (`_get_ddp_logging_data`, private but present in torch 2.x): its exposed time must agree with ours.
 
 # %%
-slow = launch(toy.train_mlp, (12, 256, 2, 16, 25.0, True, 0.02, None, True), world_size=2)
-base = launch(toy.train_mlp, (12, 256, 2, 16, 25.0, True, 0.0), world_size=2)
+slow = launch(workers.train_mlp, (12, 256, 2, 16, 25.0, True, 0.02, None, True), world_size=2)
+base = launch(workers.train_mlp, (12, 256, 2, 16, 25.0, True, 0.0), world_size=2)
 moved = median_step(slow[0])["allreduce"] - median_step(base[0])["allreduce"]
 ours = median_step(slow[0])["exposed"]
 theirs = sorted(d["exposed"] for d in slow[0]["ddp_logging"][2:])[len(slow[0]["ddp_logging"][2:]) // 2]
@@ -268,17 +270,17 @@ print("recorded on:", records.describe_machine(rec))
 # **00.1** An all-reduce on 4 ranks reached algbw = 12 GB/s. What busbw is that, in GB/s?
 
 # %%
-exercises.check("00.1", ...)
+check("00.1", ...)
 
 # %% [markdown]
 # **00.2** With a latency of 50 µs and an algbw of 4 GB/s, how long (in µs) does the all-reduce of
 # case 2's gradients take (134,657 float32 parameters = 538,628 bytes)? Is it latency- or bandwidth-bound?
 
 # %%
-exercises.check("00.2", ...)
+check("00.2", ...)
 
 # %% [markdown]
-# **00.3** `launch(toy.fail_on, (2, "raise"), world_size=4)`: which rank does the error name? Try it.
+# **00.3** `launch(workers.fail_on, (2, "raise"), world_size=4)`: which rank does the error name? Try it.
 
 # %%
-exercises.check("00.3", ...)
+check("00.3", ...)

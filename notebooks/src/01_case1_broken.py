@@ -26,10 +26,12 @@
 # %%
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
-from ddp_lessons import launch, plots, records, exercises
+from ddp_lessons import launch, plots, records
 from ddp_lessons import case1
-from ddp_lessons.case1 import Case1Options, train_case1, per_rank
-from ddp_lessons.vqa_model import M3AEConfig, M3AETransformerSS, count_parameters, gradient_bytes
+from ddp_lessons.case1 import per_rank
+from ddp_lessons.case1.exercises import check
+from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS, count_parameters
+from ddp_lessons.common import gradient_bytes
 import torch
 
 # %% [markdown]
@@ -55,12 +57,12 @@ for name, m in (("tiny", tiny), ("m3ae", big)):
 
 # %% [markdown]
 # ## The posted script, one loop, every fix an option
-# `Case1Options()` reproduces the post: the sampler built as posted, `find_unused_parameters=True`,
+# `case1.Options()` reproduces the post: the sampler built as posted, `find_unused_parameters=True`,
 # the same per-process batch, `num_workers=4`, `total_loss += loss`, the schedule sized from
 # `len(trainset.entries)`, evaluation on rank 0 only. The answer's version and the fixed one differ by fields:
 
 # %%
-for name, value in Case1Options.broken().diff(Case1Options.answer()).items():
+for name, value in case1.Options.broken().diff(case1.Options.answer()).items():
     print(f"{name:24s} posted {value[0]!r:10}  answer {value[1]!r}")
 
 # %% [markdown]
@@ -83,9 +85,9 @@ for attempt in case1.run_without_launcher():
 # of the posted setup. Each worker gets one core (`threads=1`), as each process of the post got one GPU.
 
 # %%
-posted = Case1Options.broken()
-one = launch(train_case1, (posted, None, 1), world_size=1, threads=1)
-two = launch(train_case1, (posted, None, 2), world_size=2, threads=1)
+posted = case1.Options.broken()
+one = launch(case1.train, (posted, None, 1), world_size=1, threads=1)
+two = launch(case1.train, (posted, None, 2), world_size=2, threads=1)
 
 # %%
 for label, res in (("1 worker ", one), ("2 workers", two)):
@@ -216,7 +218,7 @@ if gpu:
 # 2. How many bytes does one step all-reduce for the M3AE-size model *with* its pre-training heads (fp32)?
 
 # %%
-exercises.check("01.1", ...);
+check("01.1", ...);
 
 # %%
-exercises.check("01.2", ...);
+check("01.2", ...);

@@ -6,7 +6,7 @@
 # - what each batch-size choice does to steps per epoch, the global batch and the LR schedule;
 # - why `find_unused_parameters=False` alone crashes this model, and the two ways to fix it.
 #
-# **Builds on:** `01_case1_broken.ipynb` (the posted loop as `Case1Options`, counting samples per rank).
+# **Builds on:** `01_case1_broken.ipynb` (the posted loop as `case1.Options`, counting samples per rank).
 # **Previous:** `01_case1_broken.ipynb`. **Next:** `03_case1_beyond.ipynb`.
 #
 # What changed since 01: nothing in the loop; only options. Live runs use the stand-in dataset and tiny
@@ -15,29 +15,30 @@
 # %%
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
-from ddp_lessons import launch, records, exercises, WorkerFailed
+from ddp_lessons import launch, records, WorkerFailed
 from ddp_lessons import case1
-from ddp_lessons.case1 import Case1Options, train_case1, train_case1_many, per_rank, by_run
+from ddp_lessons.case1 import per_rank, by_run
+from ddp_lessons.case1.exercises import check
 
 data = case1.tiny_dataset()
 
 # %% [markdown]
 # ## Every variant in one launch
 # The posted setup, the answer's (with the unused heads dropped, for a reason shown below), its two
-# batch-size choices, and one more fix for the heads (`static_graph`, below). `train_case1_many` runs them
+# batch-size choices, and one more fix for the heads (`static_graph`, below). `case1.train_many` runs them
 # one after the other in the same two workers. Where a variant only tests step counts, it runs without
 # loader processes or evaluation (`num_workers=0`, `evaluation="none"`): neither changes the counts.
 
 # %%
 quick = dict(num_workers=0, evaluation="none")
 variants = {
-    "posted": Case1Options.broken(),
-    "answer, same batch": Case1Options.answer(drop_heads=True, evaluation="none"),
-    "answer, batch halved": Case1Options.answer(drop_heads=True, batch="halved", **quick),
-    "answer, batch kept, LR x2": Case1Options.answer(drop_heads=True, batch="scale_lr", **quick),
-    "static_graph, heads kept": Case1Options.answer(static_graph=True, steps_limit=4, **quick),
+    "posted": case1.Options.broken(),
+    "answer, same batch": case1.Options.answer(drop_heads=True, evaluation="none"),
+    "answer, batch halved": case1.Options.answer(drop_heads=True, batch="halved", **quick),
+    "answer, batch kept, LR x2": case1.Options.answer(drop_heads=True, batch="scale_lr", **quick),
+    "static_graph, heads kept": case1.Options.answer(static_graph=True, steps_limit=4, **quick),
 }
-runs = dict(zip(variants, by_run(launch(train_case1_many, (list(variants.values()), None, 1),
+runs = dict(zip(variants, by_run(launch(case1.train_many, (list(variants.values()), None, 1),
                                         world_size=2, threads=1))))
 static = runs.pop("static_graph, heads kept")
 
@@ -98,7 +99,7 @@ for name in ("posted", "answer, same batch"):
 
 # %%
 try:
-    launch(train_case1, (Case1Options.answer(steps_limit=3, num_workers=0, evaluation="none"), None, 1),
+    launch(case1.train, (case1.Options.answer(steps_limit=3, num_workers=0, evaluation="none"), None, 1),
            world_size=2, threads=1)
 except WorkerFailed as err:
     print(err.summary.split(" raised ", 1)[1].split(". ")[0])
@@ -157,9 +158,9 @@ for name in ("case1-h200-fixed-bf16", "case1-h200-fixed-bf16-item"):
 # are summed. Same weights, same result as one process over the whole test set:
 
 # %%
-o = Case1Options.fixed(num_workers=0)
-single = case1.evaluate_case1(o, None, distributed=False)
-shards = launch(case1.evaluate_case1, (o, None, True), world_size=2, threads=1)
+o = case1.Options.fixed(num_workers=0)
+single = case1.evaluate_worker(o, None, distributed=False)
+shards = launch(case1.evaluate_worker, (o, None, True), world_size=2, threads=1)
 print("single:", single["counts"], "| 2 ranks:", [s["counts"] for s in shards], "| equal:", shards[0] == single)
 
 # %% [markdown]
@@ -168,9 +169,9 @@ print("single:", single["counts"], "| 2 ranks:", [s["counts"] for s in shards], 
 # launch. The exact columns first: what each fix changed in the work itself.
 
 # %%
-from ddp_lessons import case1_ablation as ablation
+from ddp_lessons.case1 import ablation
 abl = ablation.variants(steps_limit=6)
-abl_runs = dict(zip(abl, by_run(launch(train_case1_many, (list(abl.values()), None, 1), world_size=2, threads=1))))
+abl_runs = dict(zip(abl, by_run(launch(case1.train_many, (list(abl.values()), None, 1), world_size=2, threads=1))))
 abl_rows = ablation.table(abl_runs)
 for r in abl_rows:
     print(f"{r['variant']:46s} steps {r['steps']}, samples {r['samples']:3d}, "
@@ -215,7 +216,7 @@ ablation.plot(abl_rows)
 # 2. Which of the answer's changes, applied alone, makes the run fail? (a string, e.g. `"num_workers=8"`)
 
 # %%
-exercises.check("02.1", ...);
+check("02.1", ...);
 
 # %%
-exercises.check("02.2", ...);
+check("02.2", ...);

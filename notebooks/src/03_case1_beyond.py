@@ -18,27 +18,29 @@ import glob
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
 import torch
-from ddp_lessons import launch, bench, plots, records, exercises
+from ddp_lessons import launch, allreduce, plots, records
 from ddp_lessons import case1
-from ddp_lessons.case1 import Case1Options, train_case1, train_case1_many, per_rank, by_run
-from ddp_lessons.vqa_model import M3AEConfig, M3AETransformerSS, gradient_bytes
+from ddp_lessons.case1 import per_rank, by_run
+from ddp_lessons.case1.exercises import check
+from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS
+from ddp_lessons.common import gradient_bytes
 
 data = case1.tiny_dataset()
 
 # %% [markdown]
 # ## One launch: the fixed setup, and its all-reduce variants (measured)
-# `Case1Options.fixed()`: heads dropped, `find_unused_parameters=False`, batch kept with LR x world size,
+# `case1.Options.fixed()`: heads dropped, `find_unused_parameters=False`, batch kept with LR x world size,
 # schedule sized in steps per rank, distributed evaluation, `model.train()` every epoch, one loader
 # process per core, pinned memory (GPU only), persistent workers, loss kept on the device. Short runs
 # (8 steps) sweep the bucket size and precision; one full epoch is the scaling measurement.
 
 # %%
 short = dict(steps_limit=8, evaluation="none", num_workers=0)
-sweep = {f"bucket {mb} MB": Case1Options.fixed(bucket_cap_mb=mb, **short) for mb in (1, 4, 25)}
-sweep["bf16 autocast"] = Case1Options.fixed(amp=True, **short)
-sweep["bf16 autocast + bf16 all-reduce"] = Case1Options.fixed(amp=True, comm_dtype="bf16", **short)
-sweep["fixed, full epoch"] = Case1Options.fixed()
-runs = dict(zip(sweep, by_run(launch(train_case1_many, (list(sweep.values()), None, 1), world_size=2, threads=1))))
+sweep = {f"bucket {mb} MB": case1.Options.fixed(bucket_cap_mb=mb, **short) for mb in (1, 4, 25)}
+sweep["bf16 autocast"] = case1.Options.fixed(amp=True, **short)
+sweep["bf16 autocast + bf16 all-reduce"] = case1.Options.fixed(amp=True, comm_dtype="bf16", **short)
+sweep["fixed, full epoch"] = case1.Options.fixed()
+runs = dict(zip(sweep, by_run(launch(case1.train_many, (list(sweep.values()), None, 1), world_size=2, threads=1))))
 
 # %%
 for name, res in runs.items():
@@ -81,7 +83,7 @@ print("both ranks evaluated:", all(e is not None for e in ev), "| same result:",
 
 # %%
 def orders(flag):
-    res = launch(train_case1, (Case1Options.fixed(set_epoch=flag, steps_limit=3, evaluation="none", num_workers=0), None, 2),
+    res = launch(case1.train, (case1.Options.fixed(set_epoch=flag, steps_limit=3, evaluation="none", num_workers=0), None, 2),
                  world_size=2, threads=1)
     return [e["qids"] for e in res[0]["epochs"]]
 
@@ -94,7 +96,7 @@ print("without set_epoch: epoch 1 order == epoch 0 order:", without[0] == withou
 # Throughput on N workers over N x throughput on 1, steady-state steps only.
 
 # %%
-one = launch(train_case1, (Case1Options.fixed(), None, 1), world_size=1, threads=1)
+one = launch(case1.train, (case1.Options.fixed(), None, 1), world_size=1, threads=1)
 thr1, thr2 = case1.throughput(one), case1.throughput(runs["fixed, full epoch"])
 
 # %%
@@ -130,9 +132,9 @@ print(f"with heads {with_heads / 1e9:.3f} GB, without {no_heads / 1e9:.3f} GB pe
 # time = latency + bytes x 2(n-1)/n / busbw. For comparison, this machine's gloo curve (measured):
 
 # %%
-sizes = bench.default_sizes(256 * 1024, 32 * 2**20)
-rows = bench.summarize(launch(bench.allreduce_sweep, (sizes, 6), world_size=2, threads=1))
-fit = bench.fit_latency_bandwidth(rows)
+sizes = allreduce.default_sizes(256 * 1024, 32 * 2**20)
+rows = allreduce.summarize(launch(allreduce.allreduce_sweep, (sizes, 6), world_size=2, threads=1))
+fit = allreduce.fit_latency_bandwidth(rows)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -140,7 +142,7 @@ links = {"PCIe, no P2P (SHM)": 10e9, "PCIe, pessimistic": 5e9, "PCIe, optimistic
 for name, bw in links.items():
     print(f"{name:20s} busbw {bw / 1e9:4.0f} GB/s: {case1.allreduce_time(with_heads, bw, 50e-6) * 1e3:6.0f} ms "
           f"with heads, {case1.allreduce_time(no_heads, bw, 50e-6) * 1e3:6.0f} ms without")
-print(f"this CPU's gloo (measured, fit): {bench.predict_time(no_heads, fit) * 1e3:.0f} ms for the same bytes")
+print(f"this CPU's gloo (measured, fit): {allreduce.predict_time(no_heads, fit) * 1e3:.0f} ms for the same bytes")
 plots.bandwidth([("gloo, 2 CPU workers (measured here)", rows, fit)])
 
 # %% [markdown]
@@ -207,7 +209,7 @@ print(f"{len(found)} two-GPU record(s) found")
 # 2. Modelled all-reduce time (ms) of the M3AE-size model without heads, 2 ranks, busbw 10 GB/s, no latency?
 
 # %%
-exercises.check("03.1", ...);
+check("03.1", ...);
 
 # %%
-exercises.check("03.2", ...);
+check("03.2", ...);

@@ -19,7 +19,7 @@ import time
 import torch
 
 from ddp_lessons import case2, launch, records
-from ddp_lessons.exercises import check
+from ddp_lessons.case2.exercises import check
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
 opts = case2.Options(epochs=3)

@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from ddp_lessons import bench, case2, launch, plots, records
-from ddp_lessons.exercises import check
+from ddp_lessons import allreduce, case2, launch, plots, records
+from ddp_lessons.case2.exercises import check
 from ddp_lessons.timing import median_step
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets
@@ -61,16 +61,16 @@ print("starting the processes costs more than every all-reduce of the run togeth
 # The same three workers' all-reduce, alone, over message sizes around 0.5 MB:
 
 # %%
-sweep = launch(bench.allreduce_sweep, (bench.default_sizes(4096, 8 * 2**20), 10), world_size=3, timeout=120)
-rows = bench.summarize(sweep)
-fit = bench.fit_latency_bandwidth(rows)
+sweep = launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=3, timeout=120)
+rows = allreduce.summarize(sweep)
+fit = allreduce.fit_latency_bandwidth(rows)
 plots.bandwidth([("gloo, 3 ranks, 2 cores", rows, fit)])
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 hook = median_step(t, skip=2)
 synced = [s["allreduce"] for s in t["steps"][2:] if s["allreduce_calls"]]
-print(f"model: {bench.predict_time(4 * case2.param_count(), fit) * 1e3:.2f} ms for 0.54 MB; latency alone {fit['latency'] * 1e3:.2f} ms")
+print(f"model: {allreduce.predict_time(4 * case2.param_count(), fit) * 1e3:.2f} ms for 0.54 MB; latency alone {fit['latency'] * 1e3:.2f} ms")
 print(f"hook, inside training: {sorted(synced)[len(synced) // 2] * 1e3:.2f} ms median")
 
 # %% [markdown]

@@ -14,9 +14,10 @@ import time
 import ipywidgets as widgets
 import torch
 
-from ddp_lessons import bench, case2, case2_plain, launch, records
-from ddp_lessons.case2_breakeven import Costs, breakeven, fit_compute, predict, table
-from ddp_lessons.exercises import check
+from ddp_lessons import allreduce, case2, launch, records
+from ddp_lessons.case2 import plain
+from ddp_lessons.case2.breakeven import Costs, breakeven, fit_compute, predict, table
+from ddp_lessons.case2.exercises import check
 from ddp_lessons.timing import median_step
 
 torch.set_num_threads(1)
@@ -29,10 +30,10 @@ print(fixed)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-sweep = case2_plain.compute_sweep(fixed, [64, 256, 1024], steps=15)
+sweep = plain.compute_sweep(fixed, [64, 256, 1024], steps=15)
 c0, k = fit_compute([(r["batch"], r["params"], r["compute"]) for r in sweep])
-ar = bench.summarize(launch(bench.allreduce_sweep, (bench.default_sizes(4096, 8 * 2**20), 10), world_size=2))
-fit = bench.fit_latency_bandwidth(ar)
+ar = allreduce.summarize(launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=2))
+fit = allreduce.fit_latency_bandwidth(ar)
 print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.2f} ps x batch x params; all-reduce {fit['latency'] * 1e3:.2f} ms + bytes / {fit['bandwidth'] / 1e9:.2f} GB/s")
 
 # %% [markdown]
@@ -42,9 +43,9 @@ print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.2f} ps x batch x params; all-re
 # %%
 # NBVAL_IGNORE_OUTPUT
 big = fixed.replace(width=1024)
-one_l, one_p = case2.fit_here(big), case2_plain.plain_fit(big)
+one_l, one_p = case2.fit_here(big), plain.plain_fit(big)
 two_l = launch(case2.fit_worker, (big,), world_size=2, timeout=240)
-two_p = launch(case2_plain.plain_fit, (big,), world_size=2, timeout=120)
+two_p = launch(plain.plain_fit, (big,), world_size=2, timeout=120)
 for name, a, b in [("Lightning", one_l, two_l), ("plain", one_p, two_p)]:
     s = a["wall"] / max(r["wall"] for r in b)
     print(f"{name:9s}: 1 worker {a['wall']:.2f} s, 2 workers {max(r['wall'] for r in b):.2f} s: speedup {s:.2f}, efficiency {s / 2:.0%}")

@@ -1,17 +1,23 @@
 """ddp-lessons: measure why a DDP run is slower on several GPUs than on one.
 
-The package the course's notebooks import. Each module holds one idea:
-`launch` (start workers from a notebook), `runtime` (what a worker asks about
-its run, the same under torchrun), `timing` (per-step compute and all-reduce),
-`records` (run records in data/runs), `plots`, `bench` (all-reduce over message
-sizes), and one module per case.
+The package the course's notebooks import, read from the ground floor up:
+
+- ground floor: `launcher` (start workers from a notebook or under torchrun),
+  `runtime` (what a worker asks about its run), `timing` (a timer that only
+  measures), `hooks` (communication hooks that change what DDP sends),
+  `allreduce` (all-reduce over message sizes and its one cost model),
+  `records` (run records), `plots`, `exercises`, `common`, `cmdline`;
+- `intro` (notebook 00's workers), `case1` (notebooks 01-03), `case2` (04-06);
+- `cli`: `python -m ddp_lessons COMMAND`.
+
+Arrows point down: a case imports the ground floor, never the other way.
+
+The public API is below: `launch` and `run` start workers, `report_progress`
+feeds the notebook's progress line, and the errors say what went wrong.
 """
 
-from ._worker import report_progress
-from .errors import (CudaForkError, LaunchConfigError, LaunchError,
-                     NotebookWorkerError, WorkerFailed, WorkerTimeout)
-from .launch import launch
-from .runtime import run
+from .launcher import (CudaForkError, LaunchConfigError, LaunchError, NotebookWorkerError,
+                       WorkerFailed, WorkerTimeout, launch, report_progress, run)
 
 __version__ = "0.1.0"
 

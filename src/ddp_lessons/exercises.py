@@ -2,8 +2,10 @@
 
 A notebook asks a question; the learner computes an answer and calls
 `check("00.1", answer)`. The reply is `right`, `close` or `wrong`, with why.
-The expected answers are computed here (or by the case modules that register
-their exercises), never printed in the notebook.
+This module holds the registry and the comparisons; each part of the course
+registers its own exercises in its `exercises` module (`intro`, `case1`,
+`case2`), which also hands the notebook `check`. The expected answers are
+computed there, never printed in the notebook.
 Defined in notebook 00_first_launch.
 """
 
@@ -25,9 +27,9 @@ def exercise(name: str):
 
 def check(name: str, answer) -> None:
     """Check `answer` to exercise `name`; prints the verdict (right, close or wrong: why)."""
-    _load_all()
     if name not in _EXERCISES:
-        raise KeyError(f"no exercise {name!r}; the notebooks' exercises are {sorted(_EXERCISES)}")
+        raise KeyError(f"no exercise {name!r} is loaded (loaded: {sorted(_EXERCISES)}): import `check` "
+                       "from the notebook's own module, e.g. `from ddp_lessons.case1.exercises import check`")
     if answer is None or answer is ...:
         line = "not answered yet: replace the ... with your answer"
     else:
@@ -66,13 +68,3 @@ def compare_choice(answer, expected, explain: dict | None = None) -> tuple[str, 
     hint = (explain or {}).get(norm(answer) if isinstance(answer, str) else answer, "")
     return "wrong", hint or "not that one: re-read the measurement above"
 
-
-def _load_all():
-    # The case modules register their exercises when imported.
-    import importlib
-    for mod in ("ddp_lessons.toy_exercises", "ddp_lessons.case1_exercises", "ddp_lessons.case2_exercises"):
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .bench import predict_time
+from .allreduce import predict_time
 
 PARTS = [("data", "data wait", "#bbbbbb"), ("forward", "forward", "#4c72b0"),
          ("backward_compute", "backward compute", "#55a868"),

@@ -17,9 +17,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import common
+
 SCHEMA = "ddp-lessons/run"
 SCHEMA_VERSION = 1
-RUNS_DIR = Path(__file__).resolve().parents[2] / "data" / "runs"
+RUNS_DIR = common.RUNS_DIR  # data/runs in the repository
 
 
 class RecordError(ValueError):

@@ -3,6 +3,7 @@
 Workers read the standard variables (RANK, LOCAL_RANK, WORLD_SIZE) the way
 nanoGPT does, so one function runs under the helper's launcher, under
 `torchrun --standalone --nproc_per_node N`, and under a cluster scheduler.
+A leaf of the package: it imports nothing from ddp_lessons.
 Defined in notebook 00_first_launch.
 """
 
@@ -67,23 +68,3 @@ def init_from_env(backend: str | None = None, timeout_s: float = 600.0) -> None:
     threads = max(1, cpu_count() // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
     torch.set_num_threads(threads)
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
-
-
-def run(fn, args=(), world_size: int = 2, backend: str | None = None, **launch_kwargs):
-    """Run a worker on every rank, wherever this process was started.
-
-    Under torchrun: this process is one rank; it joins the group, runs
-    `fn(*args)`, and rank 0 gets every rank's result (others get None).
-    Otherwise: `launch` starts `world_size` workers and returns their results.
-    """
-    if not under_torchrun():
-        from .launch import launch
-        return launch(fn, args, world_size=world_size, backend=backend, **launch_kwargs)
-    init_from_env(backend)
-    try:
-        result = fn(*args)
-        gathered = [None] * dist.get_world_size() if is_main() else None
-        dist.gather_object(result, gathered, dst=0)
-        return gathered
-    finally:
-        dist.destroy_process_group()

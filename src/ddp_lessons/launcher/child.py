@@ -35,6 +35,7 @@ _last_progress = 0.0
 class WorkerSpec:
     fn: Callable
     args: tuple
+    kwargs: dict
     world_size: int
     backend: str
     run_dir: str
@@ -156,7 +157,7 @@ def child_main(rank: int, spec: WorkerSpec) -> None:
     torch.set_num_threads(spec.threads)
     try:
         _init_process_group(spec, rank)
-        result = spec.fn(*spec.args)
+        result = spec.fn(*spec.args, **spec.kwargs)
         write_atomic(os.path.join(spec.run_dir, RESULT.format(rank)),
                      pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     except BaseException as exc:  # noqa: BLE001 - the parent reports it

@@ -26,6 +26,8 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset
 
+from ..common import DATA_DIR
+
 FORMAT = 1
 BOS, PAD, EOS, MASK, VOCAB_SIZE = 0, 1, 2, 50264, 50265   # RoBERTa's special ids
 ORGANS, MODALITIES = ("head", "chest", "abdomen"), ("ct", "mri", "x-ray")
@@ -284,9 +286,19 @@ class VQAFeatureDataset(Dataset):
         return out
 
 
+# The CPU default: small enough that a notebook runs several launches in ~40 s.
+TINY_DATA = dict(n_images=64, n_qa=400, image_size=64)
+
+
+def tiny_dataset(root=None) -> dict:
+    """Make (once) the CPU default dataset in data/vqa_tiny; returns make_vqa_dataset's summary."""
+    return make_vqa_dataset(root or DATA_DIR / "vqa_tiny", **TINY_DATA)
+
+
+# -- the pieces of the loop ----------------------------------------------------
 def cli_command(p):
     """`python -m ddp_lessons make-vqa-data`: write the stand-in dataset (`make data` runs it)."""
-    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2] / "data" / "vqa_rad"),
+    p.add_argument("--root", default=str(DATA_DIR / "vqa_rad"),
                    help="where to write it (default: data/vqa_rad)")
     p.add_argument("--n-images", type=int, default=315)
     p.add_argument("--n-qa", type=int, default=3515)

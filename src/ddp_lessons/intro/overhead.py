@@ -17,11 +17,10 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import runtime
-from .timing import StepTimer
-from .toy import mlp
+from .. import runtime
+from ..common import mlp, sync, wrap_ddp
+from ..timing import StepTimer
 
 MODES = ("off", "phases", "py_hook", "full")
 
@@ -31,7 +30,7 @@ def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, mode: 
     """Mean seconds per step after `warmup` steps."""
     torch.manual_seed(0)
     dev = runtime.device()
-    model = DDP(mlp(width, depth).to(dev), device_ids=[dev.index] if dev.type == "cuda" else None)
+    model = wrap_ddp(mlp(width, depth).to(dev), dev)
     if mode == "py_hook":
         model.register_comm_hook(dist.group.WORLD, default_hooks.allreduce_hook)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -40,14 +39,14 @@ def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, mode: 
     timer = StepTimer(model, enabled=mode in ("phases", "full"), time_comm=mode == "full")
     for i in range(warmup + steps):
         if i == warmup:
-            _sync(dev)
+            sync(dev)
             dist.barrier()
             t0 = time.perf_counter()
         for _ in timer.data([None]):
             with timer.phase("forward"):
                 loss = nn.functional.mse_loss(model(x), y)
             timer.finish_step(loss, opt)
-    _sync(dev)  # note: the one CPU-GPU sync, after the timed loop
+    sync(dev)  # note: the one CPU-GPU sync, after the timed loop
     elapsed = time.perf_counter() - t0
     if timer.enabled:
         timer.result()  # reading the events is part of the instrumented cost
@@ -62,7 +61,3 @@ def all_modes(steps: int, width: int, depth: int, batch: int, rounds: int = 5) -
             times[m].append(loop_seconds_per_step(steps, width, depth, batch, m))
     return times
 
-
-def _sync(dev):
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)

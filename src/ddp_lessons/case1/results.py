@@ -1,21 +1,17 @@
 """Reading case 1's results: per-rank rows, epoch spans, waits, throughput,
-and the ring all-reduce model. Plain functions of what `case1.train_case1`
+and the all-reduce cost model (from `allreduce`). Plain functions of what `case1.train`
 returns. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
 
-from .timing import median_step
+from ..allreduce import allreduce_time  # noqa: F401 - the notebooks read the model from here
+from ..timing import median_step
 
 
 def by_run(results: list[list[dict]]) -> list[list[dict]]:
-    """Turn launch(train_case1_many, ...)'s per-rank lists into per-run lists of ranks."""
+    """Turn launch(train_many, ...)'s per-rank lists into per-run lists of ranks."""
     return [list(ranks) for ranks in zip(*results)]
-
-
-def allreduce_time(nbytes: float, busbw: float, latency: float = 0.0, world: int = 2) -> float:
-    """Modelled ring all-reduce time: latency + bytes * 2(n-1)/n / busbw (nccl-tests' busbw)."""
-    return latency + nbytes * 2 * (world - 1) / world / busbw
 
 
 def per_rank(results: list[dict], skip: int = 2) -> list[dict]:

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from . import runtime
-from ._worker import report_progress
+from .launcher import report_progress
 
 
 def default_sizes(lo: int = 4 * 1024, hi: int = 64 * 2**20, per_octave: int = 1) -> list[int]:
@@ -112,6 +112,19 @@ def fit_latency_bandwidth(rows: list[dict]) -> dict:
     return {"latency": a, "bandwidth": 1.0 / b, "max_rel_error": err}
 
 
+# -- the one cost model: time = latency + bytes / algbw -------------------------
 def predict_time(nbytes: float, fit: dict) -> float:
-    """All-reduce time the fitted model gives for a message of `nbytes`."""
+    """All-reduce time the model gives for a message of `nbytes`, from a fit
+    (`fit_latency_bandwidth`: latency in s, `bandwidth` an algbw in B/s)."""
     return fit["latency"] + nbytes / fit["bandwidth"]
+
+
+def algbw_from_busbw(busbw: float, world: int) -> float:
+    """The algbw an all-reduce on `world` ranks reaches at bus bandwidth `busbw`."""
+    return busbw * world / (2 * (world - 1))
+
+
+def allreduce_time(nbytes: float, busbw: float, latency: float = 0.0, world: int = 2) -> float:
+    """The same model from a link's bus bandwidth (nccl-tests' busbw, what a
+    datasheet or a ring gives): latency + bytes * 2(n-1)/n / busbw."""
+    return predict_time(nbytes, {"latency": latency, "bandwidth": algbw_from_busbw(busbw, world)})

@@ -11,11 +11,11 @@ import os
 import torch
 import torch.distributed as dist
 import torch.nn as nn
-from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import runtime
-from ._worker import report_progress
-from .timing import StepTimer, ddp_logging_times
+from .. import runtime
+from ..common import gradient_bytes, mlp, wrap_ddp
+from ..launcher import report_progress
+from ..timing import StepTimer, ddp_logging_times
 
 
 def hello() -> dict:
@@ -45,14 +45,6 @@ def fail_on(rank: int, how: str = "raise") -> None:
     return t.item()
 
 
-def mlp(width: int = 256, depth: int = 4, d_in: int = 32) -> nn.Module:
-    layers, d = [], d_in
-    for _ in range(depth):
-        layers += [nn.Linear(d, width), nn.ReLU()]
-        d = width
-    return nn.Sequential(*layers, nn.Linear(d, 1))
-
-
 def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64,
               bucket_cap_mb: float = 25.0, timed: bool = True, comm_delay_s: float = 0.0,
               comm_dtype=None, ddp_logging: bool = False, seed: int = 0) -> dict:
@@ -63,8 +55,7 @@ def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64
     """
     torch.manual_seed(seed)  # same initial weights on every rank (DDP also broadcasts)
     dev = runtime.device()
-    model = DDP(mlp(width, depth).to(dev), bucket_cap_mb=bucket_cap_mb,
-                device_ids=[dev.index] if dev.type == "cuda" else None)
+    model = wrap_ddp(mlp(width, depth).to(dev), dev, bucket_cap_mb=bucket_cap_mb)
     if ddp_logging:
         model._set_ddp_runtime_logging_sample_rate(1)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -83,5 +74,5 @@ def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64
         report_progress(i + 1, steps)
     out = timer.result() if timed else {"rank": dist.get_rank(), "steps": []}
     out["ddp_logging"] = logged
-    out["grad_bytes"] = sum(p.numel() * p.element_size() for p in model.parameters())
+    out["grad_bytes"] = gradient_bytes(model)
     return out

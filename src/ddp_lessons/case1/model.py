@@ -17,6 +17,8 @@ import torch
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
+from ..common import unwrap
+
 # Which top-level modules make up each component, for count_parameters.
 COMPONENTS = {
     "vision_encoder": ("vision_encoder",),
@@ -243,15 +245,11 @@ class M3AETransformerSS(nn.Module):
         return self.vqa_head(pooled)
 
 
-def _unwrap(model: nn.Module) -> nn.Module:
-    return model.module if isinstance(model, DistributedDataParallel) else model
-
-
 def count_parameters(model: nn.Module) -> dict:
     """Parameter counts: 'total', 'trainable', one key per component, and
     'unused_by_vqa' (the pre-training heads). Works on a model built on the
     'meta' device. Defined in notebook 01_case1_broken."""
-    m = _unwrap(model)
+    m = unwrap(model)
     out = {"total": sum(p.numel() for p in m.parameters()),
            "trainable": sum(p.numel() for p in m.parameters() if p.requires_grad)}
     for comp, names in COMPONENTS.items():
@@ -271,10 +269,3 @@ def drop_unused_heads(model: nn.Module) -> nn.Module:
         if getattr(model, name, None) is not None:
             setattr(model, name, None)
     return model
-
-
-def gradient_bytes(model: nn.Module, dtype: torch.dtype = torch.float32) -> int:
-    """Bytes of gradient DDP all-reduces per step: every trainable parameter,
-    used or not, at `dtype`. Defined in notebook 01_case1_broken."""
-    itemsize = torch.empty((), dtype=dtype, device="meta").element_size()
-    return sum(p.numel() for p in _unwrap(model).parameters() if p.requires_grad) * itemsize

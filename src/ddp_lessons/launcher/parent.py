@@ -18,114 +18,23 @@ import os
 import pickle
 import shutil
 import socket
-import sys
 import tempfile
 import time
 from multiprocessing.connection import wait as wait_any
 
-from . import _worker
-from .errors import (CudaForkError, LaunchConfigError, NotebookWorkerError,
-                     WorkerFailed, WorkerTimeout)
+from ..runtime import cpu_count
+from . import child as _worker
+from .checks import (check_fork, check_spawnable, check_start_method, check_timeout,
+                     check_world_size, resolve_backend)
+from .errors import WorkerFailed, WorkerTimeout
 from .progress import make_progress
-from .runtime import cpu_count
 
 GRACE_S = 1.0        # after a first failure, how long peers get to report theirs
 TERMINATE_S = 2.0    # SIGTERM, then SIGKILL after this long
+DEFAULT_COLLECTIVE_S = 1800.0  # torch's default collective timeout on gloo
 # Messages of a rank that failed only because a peer went away first.
 _COLLATERAL = ("connection closed by peer", "connection reset by peer",
                "broken pipe", "socket closed", "recv", "communicator was aborted")
-
-
-def visible_gpus(start_method: str = "spawn") -> int:
-    """How many CUDA devices the workers could use, without initialising CUDA here."""
-    import torch
-    if not torch.backends.cuda.is_built() and not torch.version.hip:
-        return 0
-    if start_method == "fork" and not torch.cuda.is_initialized():
-        count = getattr(torch.cuda, "_device_count_nvml", lambda: -1)()
-        return max(count, 0)  # NVML query: leaves this process fork-safe
-    return torch.cuda.device_count()
-
-
-def _resolve_backend(backend, world_size, start_method):
-    if backend is None:
-        backend = "nccl" if visible_gpus(start_method) > 0 else "gloo"
-    if backend not in ("gloo", "nccl"):
-        raise LaunchConfigError(f"backend={backend!r} is not supported: use 'gloo' (CPUs) or 'nccl' (GPUs), or None to choose")
-    if backend == "nccl":
-        n = visible_gpus(start_method)
-        if n == 0:
-            raise LaunchConfigError("backend='nccl' needs GPUs and none is visible: use backend='gloo' "
-                                    "(or None) to run on CPUs")
-        if world_size > n:
-            raise LaunchConfigError(
-                f"world_size={world_size} needs {world_size} GPUs with NCCL (one per rank) "
-                f"but {n} visible: use world_size<={n}, or backend='gloo' to run on CPUs")
-    return backend
-
-
-def _check_world_size(world_size):
-    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
-        raise LaunchConfigError(f"world_size must be a whole number >= 1, got {world_size!r}")
-
-
-def _defined_in_notebook(fn) -> bool:
-    if getattr(fn, "__module__", None) != "__main__":
-        return False
-    main = sys.modules.get("__main__")
-    code_file = getattr(getattr(fn, "__code__", None), "co_filename", "")
-    return not getattr(main, "__file__", None) or "ipykernel" in code_file or code_file.startswith("<")
-
-
-def _check_spawnable(fn, args, start_method):
-    name = getattr(fn, "__qualname__", repr(fn))
-    if start_method == "fork":
-        return
-    if "<lambda>" in name or "<locals>" in name:
-        raise NotebookWorkerError(
-            f"worker {name!r} is a lambda or nested function, which spawned workers cannot import: "
-            "define it at the top level of a .py module and import it")
-    if _defined_in_notebook(fn):
-        raise NotebookWorkerError(
-            f"worker {name!r} is defined in the notebook, which spawned workers cannot import: "
-            "move it into a .py module and import it (e.g. with %%writefile my_workers.py), "
-            "or pass start_method='fork' (only while CUDA is not initialised in this kernel)")
-    try:
-        pickle.dumps((fn, args))
-    except Exception as exc:  # noqa: BLE001
-        raise NotebookWorkerError(
-            f"cannot send worker {name!r} or its args to spawned workers ({exc}): "
-            "pass module-level functions and plain data") from None
-
-
-def _fork_poisoned() -> bool:
-    """Would a forked child find CUDA unusable? Fork a no-op child and ask it.
-
-    `torch.cuda.is_initialized()` misses the common case: a plain
-    `torch.cuda.is_available()` already starts the CUDA driver, and torch then
-    marks every forked child as a bad fork (seen on an H200: "Cannot
-    re-initialize CUDA in forked subprocess"). Only a child can tell.
-    """
-    import torch
-    if not torch.backends.cuda.is_built():
-        return False
-    pid = os.fork()
-    if pid == 0:  # the child reads one flag and leaves at once
-        os._exit(1 if torch.cuda._is_in_bad_fork() else 0)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 1
-
-
-def _check_fork(start_method):
-    if start_method != "fork":
-        return
-    import torch
-    if torch.cuda.is_initialized() or _fork_poisoned():
-        raise CudaForkError(
-            "CUDA is already initialised in this process (even torch.cuda.is_available() does it), "
-            "so forked workers cannot use it "
-            "('Cannot re-initialize CUDA in forked subprocess'): use start_method='spawn' with "
-            "the worker in a module, or restart the kernel and launch before anything touches CUDA")
 
 
 def _reserve_port() -> socket.socket:
@@ -137,30 +46,32 @@ def _reserve_port() -> socket.socket:
     return sock
 
 
-def launch(fn, args=(), world_size: int = 2, backend: str | None = None,
-           timeout: float = 300.0, start_method: str = "spawn",
+def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = None,
+           timeout: float | None = 300.0, start_method: str = "spawn",
            threads: int | None = None, capture_output: bool = True,
            progress="auto"):
-    """Run `fn(*args)` on `world_size` processes with torch.distributed initialised.
+    """Run `fn(*args, **kwargs)` on `world_size` processes with torch.distributed initialised.
 
     Returns the list of every rank's return value, in rank order.
     `backend`: None picks NCCL (one GPU per rank) when GPUs are visible, else gloo.
     `timeout`: seconds for the whole run; past it the run is stopped and
-    `WorkerTimeout` names the ranks that did not finish.
+    `WorkerTimeout` names the ranks that did not finish (None: no deadline;
+    a collective then still gives up after torch's default of 30 minutes).
     `threads`: torch threads per worker (default: the cores divided among workers).
     `capture_output`: workers' prints go to a log (quoted on failure), not the cell.
     `progress`: "auto" shows per-rank steps in a notebook when a run lasts over
     2 s; a callable gets `(rank, step, total)`; None shows nothing.
     Defined in notebook 00_first_launch.
     """
-    _check_world_size(world_size)
-    if start_method not in ("spawn", "fork", "forkserver"):
-        raise LaunchConfigError(f"start_method={start_method!r}: use 'spawn' (default), 'fork' or 'forkserver'")
-    _check_fork(start_method)
-    backend = _resolve_backend(backend, world_size, start_method)
-    _check_spawnable(fn, args, start_method)
+    check_world_size(world_size)
+    check_timeout(timeout)
+    check_start_method(start_method)
+    check_fork(start_method)
+    backend = resolve_backend(backend, world_size, start_method)
+    kwargs = dict(kwargs or {})
+    check_spawnable(fn, (args, kwargs), start_method)
     threads = threads or max(1, cpu_count() // world_size)
-    run = _Run(fn, args, world_size, backend, timeout, start_method, threads,
+    run = _Run(fn, args, kwargs, world_size, backend, timeout, start_method, threads,
                capture_output, make_progress(progress, world_size))
     try:
         run.start()
@@ -172,19 +83,20 @@ def launch(fn, args=(), world_size: int = 2, backend: str | None = None,
 class _Run:
     """One launch: the processes, their pipes, the private directory, the port."""
 
-    def __init__(self, fn, args, world_size, backend, timeout, start_method,
+    def __init__(self, fn, args, kwargs, world_size, backend, timeout, start_method,
                  threads, capture_output, progress):
         import torch.multiprocessing as tmp
         self.ctx = tmp.get_context(start_method)
-        self.world_size, self.timeout, self.progress = world_size, timeout, progress
+        self.world_size, self.progress = world_size, progress
+        self.timeout = float("inf") if timeout is None else float(timeout)
         self.run_dir = tempfile.mkdtemp(prefix="ddp_lessons-")
         self.port_sock = _reserve_port()
         pipes = [self.ctx.Pipe(duplex=False) for _ in range(world_size)]
         self.readers = [r for r, _ in pipes]
         self.spec = _worker.WorkerSpec(
-            fn=fn, args=tuple(args), world_size=world_size, backend=backend,
+            fn=fn, args=tuple(args), kwargs=kwargs, world_size=world_size, backend=backend,
             run_dir=self.run_dir, master_port=self.port_sock.getsockname()[1],
-            threads=threads, collective_timeout_s=timeout + 30.0,
+            threads=threads, collective_timeout_s=_collective_timeout(self.timeout),
             capture_output=capture_output, release=self.ctx.Event(),
             conns=[w for _, w in pipes])
         self.procs = []
@@ -326,6 +238,12 @@ class _Run:
             self.progress.close()
         self.port_sock.close()
         shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def _collective_timeout(run_timeout: float) -> float:
+    # A little past the run's deadline, so the launcher reports the hang, not
+    # a worker; torch's own default (30 min) when the run has none.
+    return run_timeout + 30.0 if run_timeout < DEFAULT_COLLECTIVE_S else DEFAULT_COLLECTIVE_S
 
 
 def _first_line(text):

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import math
 
-from .exercises import compare_choice, compare_number, exercise
+from ..allreduce import allreduce_time
+from ..common import gradient_bytes
+from ..exercises import check, compare_choice, compare_number, exercise  # noqa: F401 - check: the notebooks'
+from .data import TINY_DATA
 
 
 def _tiny_train() -> int:
-    from .case1 import TINY_DATA
     n_qa = 400 if TINY_DATA["n_qa"] == 400 else TINY_DATA["n_qa"]
     return n_qa - round(n_qa * 0.13)
 
 
 def _m3ae_bytes(heads: bool = True) -> int:
     import torch
-    from .vqa_model import M3AEConfig, M3AETransformerSS, gradient_bytes
+    from .model import M3AEConfig, M3AETransformerSS
     with torch.device("meta"):
         return gradient_bytes(M3AETransformerSS(M3AEConfig.m3ae(), with_pretrain_heads=heads))
 
@@ -54,6 +56,5 @@ def _bytes_saved(answer):
 @exercise("03.2")
 def _allreduce_ms(answer):
     # the M3AE-size model without heads, 2 ranks, ring all-reduce at 10 GB/s busbw
-    from .case1 import allreduce_time
     return compare_number(answer, allreduce_time(_m3ae_bytes(False), 10e9) * 1e3, rel_right=0.03,
                           what="modelled all-reduce time (ms)")

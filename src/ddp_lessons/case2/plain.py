@@ -12,8 +12,10 @@ import time
 
 import torch
 
-from .case2 import Options, loss_fn, make_dataset
-from .case2_breakeven import mlp, param_count
+from ..common import wrap_ddp
+from ..timing import StepTimer, median_step
+from .model import loss_fn, make_dataset, mlp, param_count
+from .options import Options
 
 
 def plain_fit(opts, accelerator: str = "cpu", steps: int | None = None) -> dict:
@@ -25,16 +27,14 @@ def plain_fit(opts, accelerator: str = "cpu", steps: int | None = None) -> dict:
     Lightning's own work. Returns wall time, counts and per-step times.
     """
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader, DistributedSampler
 
-    from .timing import StepTimer
     dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if accelerator == "gpu" else torch.device("cpu")
     torch.manual_seed(opts.seed)
     model = mlp(opts.width, opts.depth).to(dev)
     ddp = dist.is_initialized() and dist.get_world_size() > 1
     if ddp:
-        model = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+        model = wrap_ddp(model, dev)
     opt = torch.optim.Adam(model.parameters(), lr=opts.lr)
     data = make_dataset(opts)
     sampler = DistributedSampler(data, shuffle=True, seed=opts.seed) if ddp else None
@@ -65,7 +65,6 @@ def plain_fit(opts, accelerator: str = "cpu", steps: int | None = None) -> dict:
 
 def compute_sweep(opts: Options, widths, accelerator="cpu", steps=30) -> list[dict]:
     """Plain-loop median step time (forward+backward+optimizer) at each width."""
-    from .timing import median_step
     rows = []
     for w in widths:
         m = median_step(plain_fit(opts.replace(width=w), accelerator, steps)["times"], skip=5)

@@ -1,6 +1,6 @@
-"""Exercises of notebook 00_first_launch (checked by `exercises.check`)."""
+"""Exercises of notebook 00_first_launch: `check("00.1", answer)`."""
 
-from .exercises import compare_choice, compare_number, exercise
+from ..exercises import check, compare_choice, compare_number, exercise  # noqa: F401 - check: the notebook's
 
 
 @exercise("00.1")
@@ -17,7 +17,7 @@ def _predicted_time(answer):
 
 @exercise("00.3")
 def _which_rank(answer):
-    # toy.fail_on(2, "raise") on 4 ranks: which rank does WorkerFailed name?
+    # workers.fail_on(2, "raise") on 4 ranks: which rank does WorkerFailed name?
     return compare_choice(answer, 2, {0: "rank 0 failed too, but only after rank 2: it lost its partner",
                                       1: "rank 1 failed after rank 2 did, as collateral",
                                       3: "rank 3 failed after rank 2 did, as collateral"})

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from .case2 import Options, fit_here, fit_worker, nvml_cost, nvml_error
-from .case2_plain import compute_sweep, plain_fit
+from .. import cmdline
+from ..timing import median_step
+from .lightning import fit_here, fit_worker
+from .nvml import nvml_cost, nvml_error
+from .options import Options
+from .plain import compute_sweep, plain_fit
 
 MODES = ("posted", "fixed", "nvml", "sweep")
 
@@ -27,16 +31,15 @@ def _options(args) -> Options:
 
 
 def _run_mode(args, opts):
-    from . import cli
     acc = args.accelerator
     if args.mode == "nvml":
         return nvml_cost(args.repeats)
     if args.mode == "sweep":
         return {"rows": compute_sweep(opts, args.widths, acc, args.steps)}
     if args.launch:  # the launcher (or torchrun) starts the processes; Lightning reuses them
-        out = {"lightning": cli.run_workers(args, fit_worker, (opts, acc))}
+        out = {"lightning": cmdline.run_workers(args, fit_worker, (opts, acc))}
         if out["lightning"] is not None and args.mode == "fixed":
-            out["plain"] = cli.run_workers(args, plain_fit, (opts, acc))
+            out["plain"] = cmdline.run_workers(args, plain_fit, (opts, acc))
         return None if out["lightning"] is None else out
     out = {"lightning": [fit_here(opts, 1, accelerator=acc)]}
     if args.mode == "fixed":
@@ -45,7 +48,6 @@ def _run_mode(args, opts):
 
 
 def _print(args, res):
-    from .timing import median_step
     if args.mode == "nvml":
         cost = res["error"] or f"{res['per_call'] * 1e3:.2f} ms per call"
         print(f"NVML init+query+shutdown: {cost}")
@@ -69,8 +71,7 @@ def cli_command(p):
     nvml: the cost of the post's NVML block per call; sweep: plain-loop
     compute per step over `--widths` (the predictor's compute figures).
     """
-    from . import cli
-    cli.common(p)
+    cmdline.common(p)
     p.add_argument("--mode", choices=MODES, default="posted")
     p.add_argument("--accelerator", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--launch", action="store_true", help="run on --nproc workers (default: one process)")
@@ -94,5 +95,5 @@ def cli_command(p):
         _print(args, res)
         config = {"mode": args.mode, "accelerator": args.accelerator, "launch": args.launch,
                   "options": dataclasses.asdict(opts)}
-        cli.save_record(args, "case2", config, res, backend=args.backend or ("nccl" if args.accelerator == "gpu" and args.launch else None))
+        cmdline.save_record(args, "case2", config, res, backend=args.backend or ("nccl" if args.accelerator == "gpu" and args.launch else None))
     return run

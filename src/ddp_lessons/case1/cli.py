@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import runtime
-from .case1 import Case1Options, parse_override, tiny_dataset, train_case1
-from .case1_results import per_rank
+from .. import cmdline, runtime
+from .data import tiny_dataset
+from .options import Options, parse_override
+from .results import per_rank
+from .train import train
 
 
 def cli_command(p):
     """`python -m ddp_lessons case1`: one training run, printed and optionally recorded."""
-    from . import cli
-    cli.common(p)
+    cmdline.common(p)
     p.add_argument("--preset", choices=["broken", "answer", "fixed"], default="broken")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one Case1Options field, e.g. find_unused_parameters=false")
+                   help="override one Options field, e.g. find_unused_parameters=false")
     p.add_argument("--model", choices=["tiny", "m3ae"], default=None)
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--epochs", type=int, default=1)
@@ -34,10 +35,10 @@ def cli_command(p):
                 changes[key] = val
         if args.amp:
             changes["amp"] = True
-        o = Case1Options.preset(args.preset, **changes)
+        o = Options.preset(args.preset, **changes)
         if args.data_root is None and not runtime.under_torchrun():
             tiny_dataset()  # once, before the workers start
-        out = cli.run_workers(args, train_case1, (dataclasses.asdict(o), args.data_root, args.epochs))
+        out = cmdline.run_workers(args, train, (dataclasses.asdict(o), args.data_root, args.epochs))
         if out is None:
             return
         for row in per_rank(out):
@@ -48,6 +49,6 @@ def cli_command(p):
                   f"epoch {', '.join(f'{t:.2f}' for t in row['epoch_synced'])} s")
         config = {"preset": args.preset, "options": dataclasses.asdict(o), "epochs": args.epochs,
                   "data_root": args.data_root, "world_size": len(out)}
-        cli.save_record(args, "case1", config, {"ranks": out, "per_rank": per_rank(out)},
+        cmdline.save_record(args, "case1", config, {"ranks": out, "per_rank": per_rank(out)},
                         backend=out[0]["backend"])
     return run

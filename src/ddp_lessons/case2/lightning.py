@@ -19,99 +19,22 @@ Defined in notebook 04_case2_lightning.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import time
 import warnings
 
 import torch
-from torch import nn
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import DataLoader
 
-from .case2_breakeven import D_IN, mlp, param_count  # noqa: F401 - the post's model, sized
-
-
-@dataclasses.dataclass
-class Options:
-    """One run of the case-2 test. The defaults are the posted script's."""
-    batch_size: int = 256
-    size: int = 5000              # samples in the dataset
-    epochs: int = 200
-    accumulate: int = 3           # accumulate_grad_batches
-    width: int = 256
-    depth: int = 3                # hidden layers (the post: fc1..fc3)
-    randn_in_getitem: bool = True  # False: the data made once, as tensors
-    fix_loss_shape: bool = False  # the post's MSELoss broadcasts (B,1,1) against (B,1) to (B,B,1)
-    nvml: str = "step"            # "step": init/query/shutdown in every training_step; "off"
-    log_every_step: bool = True   # False: self.log only every `log_every` steps
-    log_every: int = 50
-    val_every: int = 1            # validate every N epochs (0: never)
-    val_batches: float | int = 1.0  # limit_val_batches (1.0: all 5,000 samples)
-    train_batches: float | int = 1.0  # limit_train_batches (short lessons)
-    lr: float = 0.01
-    seed: int = 0
-
-    @classmethod
-    def fixed(cls, **kw) -> "Options":
-        """The fixed test: tensors made once, no NVML, logging and validation rarely."""
-        base = dict(randn_in_getitem=False, fix_loss_shape=True, nvml="off",
-                    log_every_step=False, val_every=0, accumulate=1)
-        return cls(**(base | kw))
-
-    def replace(self, **kw) -> "Options":
-        return dataclasses.replace(self, **kw)
+from .. import runtime
+from ..common import gradient_bytes
+from .model import loss_fn, make_dataset, mlp
+from .nvml import nvml_utilisation
+from .options import Options
 
 
 # -- the posted code, with options --------------------------------------------
-class SimpleDataset(Dataset):
-    """As posted: every item is a fresh `torch.randn`, drawn in the loader's loop."""
-
-    def __init__(self, size):
-        self.size = size
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, idx):
-        return torch.randn(1, D_IN), torch.randn(1)
-
-
-def make_dataset(opts: Options) -> Dataset:
-    if opts.randn_in_getitem:
-        return SimpleDataset(opts.size)
-    g = torch.Generator().manual_seed(opts.seed)  # made once, as two tensors
-    return TensorDataset(torch.randn(opts.size, 1, D_IN, generator=g), torch.randn(opts.size, 1, generator=g))
-
-
-def nvml_utilisation() -> list[int]:
-    """The post's per-step block: NVML init, one query per GPU, shutdown."""
-    import pynvml
-    pynvml.nvmlInit()
-    try:
-        return [pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(i)).gpu
-                for i in range(pynvml.nvmlDeviceGetCount())]
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def nvml_error() -> str | None:
-    """None where NVML works; else the exception NVML raises, as `Type: message`."""
-    try:
-        nvml_utilisation()
-    except Exception as exc:  # noqa: BLE001 - the point is to show what it raises
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
-def loss_fn(pred, y, opts: Options):
-    if opts.fix_loss_shape:
-        pred = pred.squeeze(-1)  # (B,1,1) -> (B,1), the target's shape
-    with warnings.catch_warnings():  # "target size different to input size": the post's bug
-        warnings.simplefilter("ignore", UserWarning)
-        return nn.functional.mse_loss(pred, y)
-
-
 def _module_classes():
     import pytorch_lightning as pl
 
@@ -222,7 +145,7 @@ def _fit(opts, trainer, timed):
     out = {"wall": wall, "nvml_calls": model.nvml_calls, "log_rows": len(trainer.logger.rows),
            "optimizer_steps": trainer.global_step, "world_size": trainer.world_size,
            "rank": trainer.global_rank, "pid": os.getpid(), "ppid": os.getppid(),
-           "grad_bytes": sum(p.numel() * p.element_size() for p in model.parameters())}
+           "grad_bytes": gradient_bytes(model)}
     if timed is not None:
         out["times"] = timed.result()
     return out
@@ -232,7 +155,7 @@ def fit_here(opts: Options, devices: int = 1, strategy="auto", accelerator="cpu"
     """Fit in this process (devices=1) or with a strategy that starts workers
     itself ('ddp_notebook': Lightning forks them). Returns wall time, counts and
     (timed, in this process only) the callback's per-step numbers."""
-    from .case2_timing import StepTimerCallback
+    from .timing import StepTimerCallback  # imports Lightning: only where a fit runs
     cb = StepTimerCallback("cuda" if accelerator == "gpu" else "cpu") if timed else None
     with quiet():
         trainer = make_trainer(opts, accelerator, devices, strategy, [cb] if cb else [])
@@ -248,14 +171,14 @@ def fit_worker(opts: Options, accelerator: str = "cpu", timed: bool = True) -> d
     process, and the already-initialised group is reused, not created again.
     """
     import torch.distributed as dist
-    from .case2_timing import StepTimerCallback, timed_strategy
-    from .runtime import world_size
+
+    from .timing import StepTimerCallback, timed_strategy  # imports Lightning: only where a fit runs
     group_before = dist.distributed_c10d._get_default_group() if dist.is_initialized() else None
     dev = "cuda" if accelerator == "gpu" else "cpu"
     cb = StepTimerCallback(dev)
     strategy = timed_strategy(cb) if timed else _plain_strategy()
     with quiet():
-        trainer = make_trainer(opts, accelerator, world_size(), strategy, [cb])
+        trainer = make_trainer(opts, accelerator, runtime.world_size(), strategy, [cb])
         env = trainer.strategy.cluster_environment
         out = _fit(opts, trainer, cb)
     out.update(external=env.creates_processes_externally,
@@ -279,17 +202,3 @@ def _plain_strategy():
     return DDPStrategy()
 
 
-# -- costs measured in one process ---------------------------------------------
-def nvml_cost(repeats: int = 50) -> dict:
-    """Seconds per call of the post's NVML block (init, query every GPU,
-    shutdown), median over `repeats`; or the error where NVML is missing."""
-    err = nvml_error()
-    if err is not None:
-        return {"error": err, "per_call": None}
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        nvml_utilisation()
-        times.append(time.perf_counter() - t0)
-    import statistics
-    return {"error": None, "per_call": statistics.median(times), "times": times}

@@ -9,7 +9,7 @@ One epoch on n workers, each with `ceil(size / n)` samples in
 
 and the run adds `startup(n)` once (process start, rendezvous, Lightning's
 setup). `compute` is `c0 + k * batch * params` (fitted to measured steps),
-the all-reduce is `bench.predict_time` of a measured latency/bandwidth fit.
+the all-reduce is `allreduce.predict_time` of a measured latency/bandwidth fit.
 DDP divides the steps by n but adds an all-reduce to every synchronised step:
 it wins once the compute it saves outweighs what it adds.
 Defined in notebook 06_case2_breakeven.
@@ -21,31 +21,8 @@ import dataclasses
 import math
 import statistics
 
-from torch import nn
-
-from .bench import predict_time
-
-D_IN = 10
-
-
-def mlp(width: int = 256, depth: int = 3) -> nn.Sequential:
-    """10 -> width (x `depth` hidden layers) -> 1 with ReLU; (256, 3) is the post's."""
-    layers, d = [], D_IN
-    for _ in range(depth):
-        layers += [nn.Linear(d, width), nn.ReLU()]
-        d = width
-    return nn.Sequential(*layers, nn.Linear(d, 1))
-
-
-def param_count(width: int = 256, depth: int = 3) -> int:
-    """Parameters of `mlp(width, depth)`: 134,657 for the post's model."""
-    return (D_IN + 1) * width + (depth - 1) * (width + 1) * width + width + 1
-
-
-def grad_bytes(width: int = 256, depth: int = 3, elem: int = 4) -> int:
-    """Bytes all-reduced per synchronised step (fp32 gradients)."""
-    return param_count(width, depth) * elem
-
+from ..allreduce import predict_time
+from .model import param_count
 
 @dataclasses.dataclass
 class Costs:

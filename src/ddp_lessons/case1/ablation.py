@@ -1,6 +1,6 @@
 """The accepted answer's fixes as an ablation: each alone, then cumulatively.
 
-Every variant is the posted setup (`Case1Options.broken()`) with some of the
+Every variant is the posted setup (`Options.broken()`) with some of the
 answer's changes switched on, so two rows of the table differ by exactly the
 options named. `find_unused_parameters=False` always comes with the heads
 dropped: alone it crashes (notebook 02 shows the error).
@@ -9,8 +9,8 @@ Defined in notebook 02_case1_answer.
 
 from __future__ import annotations
 
-from .case1 import Case1Options
-from .case1_results import per_rank
+from .options import Options
+from .results import per_rank
 
 # The answer's claims, in its order, as option changes.
 FIXES = {
@@ -23,17 +23,17 @@ FIXES = {
 }
 
 
-def variants(steps_limit: int = 6, **common) -> dict[str, Case1Options]:
+def variants(steps_limit: int = 6, **common) -> dict[str, Options]:
     """Name -> options: the posted setup, each fix alone, then the fixes added one by one."""
     base = dict(steps_limit=steps_limit, evaluation="none", **common)
-    out = {"posted": Case1Options.broken(**base)}
+    out = {"posted": Options.broken(**base)}
     for name, change in FIXES.items():
-        out[f"alone: {name}"] = Case1Options.broken(**base, **change)
+        out[f"alone: {name}"] = Options.broken(**base, **change)
     acc = {}
     for i, (name, change) in enumerate(FIXES.items()):
         acc.update(change)
         if i > 0:  # the first cumulative variant is the first 'alone' one
-            out[f"up to: {name}"] = Case1Options.broken(**base, **acc)
+            out[f"up to: {name}"] = Options.broken(**base, **acc)
     return out
 
 

@@ -2,23 +2,23 @@
 
 import pytest
 
-from ddp_lessons import bench, launch
+from ddp_lessons import allreduce, launch
 
 
 def test_fit_recovers_a_known_latency_and_bandwidth():
     lat, bw = 50e-6, 2e9
-    rows = [{"bytes": b, "time": lat + b / bw} for b in bench.default_sizes(4096, 2**26)]
-    fit = bench.fit_latency_bandwidth(rows)
+    rows = [{"bytes": b, "time": lat + b / bw} for b in allreduce.default_sizes(4096, 2**26)]
+    fit = allreduce.fit_latency_bandwidth(rows)
     assert fit["latency"] == pytest.approx(lat, rel=1e-6)
     assert fit["bandwidth"] == pytest.approx(bw, rel=1e-6)
     assert fit["max_rel_error"] < 1e-9
-    assert bench.predict_time(1e6, fit) == pytest.approx(lat + 1e6 / bw)
+    assert allreduce.predict_time(1e6, fit) == pytest.approx(lat + 1e6 / bw)
 
 
 def test_busbw_is_algbw_times_2_n_minus_1_over_n():
     fake = [{"world_size": 4, "sizes": [1000], "times": [[0.001, 0.002, 0.001]]},
             {"world_size": 4, "sizes": [1000], "times": [[0.001, 0.001, 0.003]]}]
-    (row,) = bench.summarize(fake)
+    (row,) = allreduce.summarize(fake)
     assert row["time"] == 0.002  # median over iterations of the slowest rank: (1, 2, 3) ms
     assert row["best"] == 0.001
     assert row["algbw"] == pytest.approx(1000 / 0.002)
@@ -26,11 +26,11 @@ def test_busbw_is_algbw_times_2_n_minus_1_over_n():
 
 
 def test_sizes_are_powers_of_two():
-    assert bench.default_sizes(4096, 65536) == [4096, 8192, 16384, 32768, 65536]
+    assert allreduce.default_sizes(4096, 65536) == [4096, 8192, 16384, 32768, 65536]
 
 
 def test_live_sweep_returns_every_size_on_every_rank():
     sizes = [4096, 2**20]
-    out = launch(bench.allreduce_sweep, (sizes, 3, 1), world_size=2)
+    out = launch(allreduce.allreduce_sweep, (sizes, 3, 1), world_size=2)
     assert [r["rank"] for r in out] == [0, 1]
     assert all(r["sizes"] == sizes and [len(t) for t in r["times"]] == [3, 3] for r in out)

@@ -21,7 +21,7 @@ import time
 import pytorch_lightning as pl
 from pytorch_lightning.strategies import DDPStrategy
 
-from .timing import StepTimer, timed_allreduce_hook
+from ..timing import StepTimer, timed_allreduce_hook
 
 
 class LightningStepTimer(StepTimer):

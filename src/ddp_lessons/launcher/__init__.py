@@ -1,0 +1,17 @@
+"""Start workers from a notebook or a script and get their results back.
+
+checks (refusals before anything starts) -> parent (the run: processes,
+pipes, private directory, failure reports) -> child (what each worker
+process does) ; errors ; progress (the notebook widget) ; torchrun (`run`:
+the same worker under `launch` or `torchrun`).
+"""
+
+from .checks import visible_gpus
+from .child import report_progress
+from .errors import (CudaForkError, LaunchConfigError, LaunchError, NotebookWorkerError,
+                     WorkerFailed, WorkerTimeout)
+from .parent import launch
+from .torchrun import run
+
+__all__ = ["launch", "run", "report_progress", "visible_gpus", "LaunchError", "LaunchConfigError",
+           "NotebookWorkerError", "CudaForkError", "WorkerFailed", "WorkerTimeout"]
