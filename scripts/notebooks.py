@@ -1,12 +1,14 @@
 """Build the course notebooks from their sources and regenerate their outputs.
 
-Each notebook is written as a plain Python file in `notebooks/src/NN_name.py`,
-cells separated by `# %%` lines (markdown cells: `# %% [markdown]`, their
-lines prefixed by `# `). This script turns a source into `notebooks/NN_name.ipynb`,
-executes it top to bottom in a fresh kernel (the one of this environment,
-in `notebooks/`), and saves it with its outputs and execution counts: the
-reference outputs nbval compares against. Volatile metadata (execution
-timestamps, widget state) is dropped.
+Each notebook's source is `notebooks/src/NN_name.py` in jupytext's percent
+format, paired with `notebooks/NN_name.ipynb` by `[tool.jupytext]` in
+`pyproject.toml` (so a notebook edited and saved in JupyterLab updates its
+source). This script reads a source with jupytext, executes it top to bottom
+with nbclient in a fresh kernel (the one of this environment, in `notebooks/`),
+cleans it and writes the `.ipynb`: the reference outputs nbval compares
+against. Cleaning keeps outputs and execution counts and drops what changes
+from run to run (execution timestamps, widget state, random cell ids) or is
+jupytext's bookkeeping.
 
     python scripts/notebooks.py build [NAME ...]   # every notebook by default
     python scripts/notebooks.py check              # sources and notebooks agree
@@ -17,73 +19,46 @@ timestamps, widget state) is dropped.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
-import re
 import sys
 import time
 from pathlib import Path
 
+import jupytext
 import nbformat
+from jupytext.config import load_jupytext_config
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
 SRC_DIR = NB_DIR / "src"
-CELL = re.compile(r"^# %%(?: \[(markdown)\])?(?:\s+tags=\[([^\]]*)\])?\s*$")
+FMT = "py:percent"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+NB_METADATA = ("kernelspec", "language_info")
+CELL_METADATA = ("tags",)  # all a source carries: cell_metadata_filter in pyproject.toml
 
 
-def parse(source: str) -> list:
-    """Cells of a percent-format source, as nbformat cells."""
-    cells, kind, tags, lines = [], None, [], []
-
-    def flush():
-        text = "\n".join(lines).strip("\n")
-        if kind is None and not text:
-            return
-        if kind == "markdown":
-            text = "\n".join(l[2:] if l.startswith("# ") else l.lstrip("#") for l in text.splitlines())
-            cells.append(nbformat.v4.new_markdown_cell(text))
-        else:
-            cell = nbformat.v4.new_code_cell(text)
-            if tags:
-                cell.metadata["tags"] = tags
-            cells.append(cell)
-
-    for line in source.splitlines():
-        m = CELL.match(line)
-        if m:
-            flush()
-            kind = m.group(1) or "code"
-            tags = [t.strip().strip("'\"") for t in (m.group(2) or "").split(",") if t.strip()]
-            lines = []
-        else:
-            lines.append(line)
-    flush()
-    return cells
-
-
-def new_notebook(src: Path):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = parse(src.read_text())
-    nb.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-                   "language_info": {"name": "python"}}
+def read_source(src: Path):
+    """The notebook a source describes, not yet executed."""
+    nb = jupytext.read(src, fmt=FMT, config=load_jupytext_config(str(SRC_DIR)))
+    nb.metadata = nbformat.NotebookNode(kernelspec=KERNELSPEC, language_info={"name": "python"})
     return nb
 
 
 def clean(nb):
-    """Keep outputs and execution counts; drop what changes from run to run."""
-    nb.metadata.pop("widgets", None)
+    """Keep outputs, execution counts and tags; drop what changes from run to run and jupytext's bookkeeping."""
+    nb.metadata = nbformat.NotebookNode({k: v for k, v in nb.metadata.items() if k in NB_METADATA})
     for i, cell in enumerate(nb.cells):
         cell.id = f"cell-{i:03d}"  # stable ids: no diff noise between regenerations
-        cell.metadata.pop("execution", None)
+        cell.metadata = nbformat.NotebookNode({k: v for k, v in cell.metadata.items() if k in CELL_METADATA})
         for out in cell.get("outputs", []):
             out.get("metadata", {}).pop("execution", None)
     return nb
 
 
 def build(name: str, timeout: int) -> float:
-    src = SRC_DIR / f"{name}.py"
-    nb = new_notebook(src)
+    nb = read_source(SRC_DIR / f"{name}.py")
     os.environ["DDP_LESSONS_PROGRESS"] = "0"  # see ddp_lessons.progress
     t0 = time.monotonic()
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
@@ -94,18 +69,28 @@ def build(name: str, timeout: int) -> float:
 
 
 def check() -> int:
+    """Count the sources that jupytext would write differently, or whose stored notebook has other cells."""
     bad = 0
+    config = load_jupytext_config(str(SRC_DIR))
     for src in sorted(SRC_DIR.glob("*.py")):
+        nb = clean(read_source(src))
+        # JupyterLab refuses to open a pair whose .ipynb is newer (as after a build)
+        # when the two differ as text, so the source must be what jupytext writes.
+        text = jupytext.writes(nb, fmt=FMT, config=config)
+        if text != src.read_text():
+            diff = difflib.unified_diff(src.read_text().splitlines(), text.splitlines(), lineterm="", n=1)
+            print(f"notebooks/src/{src.name}: jupytext writes it as", *list(diff)[2:12], sep="\n  ")
+            bad += 1
         path = NB_DIR / f"{src.stem}.ipynb"
         if not path.exists():
             print(f"{path.name}: missing; run `make notebooks`")
             bad += 1
             continue
-        stored = nbformat.read(path, as_version=4)
-        want = [(c.cell_type, c.source) for c in parse(src.read_text())]
-        have = [(c.cell_type, c.source) for c in stored.cells]
+        want = [(c.cell_type, c.source, c.metadata) for c in nb.cells]
+        have = [(c.cell_type, c.source, c.metadata) for c in nbformat.read(path, as_version=4).cells]
         if want != have:
-            print(f"{path.name}: differs from notebooks/src/{src.name}; run `make notebooks`")
+            i = next((i for i, (w, h) in enumerate(zip(want, have)) if w != h), min(len(want), len(have)))
+            print(f"{path.name}: differs from notebooks/src/{src.name} from cell {i} on; run `make notebooks`")
             bad += 1
     return bad
 

@@ -1,10 +1,14 @@
 """The stored notebooks: built from their sources, complete for nbval, framed alike."""
 
+import io
+import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupytext.config import load_jupytext_config
+from jupytext.paired_paths import paired_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -18,6 +22,28 @@ def test_every_notebook_has_a_source_and_matches_it(capsys):
     sources = sorted(p.stem for p in (ROOT / "notebooks" / "src").glob("*.py"))
     assert sources == NAMES
     assert build.check() == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_jupytext_pairs_the_notebook_with_its_source(path):
+    formats = load_jupytext_config(str(path.parent)).default_formats(str(path))
+    pair = [p for p, _ in paired_paths(str(path), "ipynb", formats)]
+    assert pair == [str(path), str(path.parent / "src" / f"{path.stem}.py")]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_stored_notebook_is_exactly_what_the_build_writes(path):
+    out = io.StringIO()
+    nbformat.write(build.clean(nbformat.read(path, as_version=4)), out)
+    assert out.getvalue() == path.read_text(), "not as `make notebooks` writes it (saved from JupyterLab?)"
+
+
+def test_stored_notebooks_carry_no_volatile_metadata():
+    # nbstripout's own list of volatile keys, outputs and counts kept (nbval needs both);
+    # --keep-id: the build's ids are already stable (cell-000, ...), nbstripout would renumber them 0, 1, ...
+    cmd = [sys.executable, "-m", "nbstripout", "--verify", "--keep-output", "--keep-count", "--keep-id"]
+    r = subprocess.run(cmd + [str(p) for p in NOTEBOOKS], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)

@@ -52,6 +52,7 @@ for r in out:
     print(f"rank {r['rank']} of {r['world_size']} ({r['backend']}): sum = {r['sum']:g}, "
           f"RANK={r['env']['RANK']} MASTER_ADDR={r['env']['MASTER_ADDR']}, torch threads = {r['threads']}")
 
+
 # %% [markdown]
 # The workers set the same variables `torchrun` sets (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`,
 # `MASTER_PORT`), so the same function runs unchanged under

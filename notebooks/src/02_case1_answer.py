@@ -62,6 +62,7 @@ for name, res in runs.items():
           f"{r['steps_per_epoch']:2d} steps/epoch, peak LR {r['lr_peak']:.0e}, "
           f"schedule sized for {r['schedule_steps']} steps, ran {len(r['lrs'])}")
 
+
 # %% [markdown]
 # Halving keeps the one-GPU global batch (8) and so the one-GPU step count: each rank takes as many steps
 # as one GPU did, on half-size batches; no fewer optimizer steps, so the epoch cannot get much faster.

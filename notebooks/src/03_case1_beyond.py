@@ -47,6 +47,7 @@ for name, res in runs.items():
     row = per_rank(res)[0]
     print(f"{name:32s} all-reduce calls/step {row['allreduce_calls']}, bytes/step {row['allreduce_bytes']}")
 
+
 # %% [markdown]
 # Smaller buckets mean more, smaller all-reduces, which can start earlier in the backward pass. Autocast
 # computes in bf16 but leaves parameters and gradients in fp32: **the bytes do not shrink**. Only a
@@ -75,6 +76,7 @@ plots.timeline([r["timer"] for r in runs["bucket 1 MB"]], step=-1, title="bucket
 # %%
 ev = [r["epochs"][0]["eval"] for r in runs["fixed, full epoch"]]
 print("both ranks evaluated:", all(e is not None for e in ev), "| same result:", ev[0] == ev[1], "| questions:", ev[0]["n"])
+
 
 # %% [markdown]
 # ## `sampler.set_epoch` (measured)

@@ -73,6 +73,7 @@ synced = [s["allreduce"] for s in t["steps"][2:] if s["allreduce_calls"]]
 print(f"model: {allreduce.predict_time(4 * case2.param_count(), fit) * 1e3:.2f} ms for 0.54 MB; latency alone {fit['latency'] * 1e3:.2f} ms")
 print(f"hook, inside training: {sorted(synced)[len(synced) // 2] * 1e3:.2f} ms median")
 
+
 # %% [markdown]
 # ## Data drawn in `__getitem__`, and `self.log` on every step
 # One pass over the posted `SimpleDataset` (two `torch.randn` per item) against the same loader over tensors made once:

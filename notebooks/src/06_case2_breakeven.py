@@ -88,6 +88,7 @@ print("break-even width on 3 GPUs (200 epochs, batch 256):", breakeven(gpu, "wid
 x3 = [n for n in records.list_records("case2") if n.startswith("case2-h200x3-")]
 print("3-GPU records:", x3 or "none yet")
 
+
 # %% [markdown]
 # ## Try it: the predictor under your own sizes
 # The widgets only compute the predictor (no launch). The plain call below carries the checked output.
@@ -97,6 +98,7 @@ def show(width=256, depth=3, batch=256, size=5000, world_size=3):
     a = predict(gpu, width=width, depth=depth, batch=batch, size=size, world_size=1, epochs=200)
     b = predict(gpu, width=width, depth=depth, batch=batch, size=size, world_size=world_size, epochs=200)
     print(f"{a['params']:,} params; 1 worker {a['total']:.2f} s, {world_size} workers {b['total']:.2f} s: speedup {a['total'] / b['total']:.2f}")
+
 
 # %%
 # NBVAL_IGNORE_OUTPUT
