@@ -147,6 +147,7 @@ def child_main(rank: int, spec: WorkerSpec) -> None:
     global _conn
     _die_with_parent()
     _conn = spec.conns[rank]
+    _send(("started",))  # past unpickling: a rank that dies before this never ran the worker
     _set_env(spec, rank)
     if spec.capture_output:
         _capture_output(spec, rank)

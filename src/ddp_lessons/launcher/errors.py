@@ -28,14 +28,17 @@ class CudaForkError(LaunchError):
 
 
 class WorkerFailed(LaunchError):
-    """A worker raised or died. `rank` is the rank that failed first (the root cause)."""
+    """A worker raised or died. `rank` is the rank that failed first (the root cause);
+    `collateral` the other ranks that failed; `reports` every failed rank's
+    report (time, type, message, traceback)."""
 
     def __init__(self, message: str, rank: int, worker_traceback: str = "",
-                 collateral: tuple = ()):
+                 collateral: tuple = (), reports: dict | None = None):
         super().__init__(message)
         self.rank = rank
         self.worker_traceback = worker_traceback
         self.collateral = tuple(collateral)
+        self.reports = dict(reports or {})
 
 
 class WorkerTimeout(LaunchError):

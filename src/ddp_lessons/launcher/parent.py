@@ -100,7 +100,7 @@ class _Run:
             capture_output=capture_output, release=self.ctx.Event(),
             conns=[w for _, w in pipes])
         self.procs = []
-        self.done, self.failed = set(), {}   # failed: rank -> observed time
+        self.started, self.done, self.failed = set(), set(), {}   # failed: rank -> observed time
 
     def start(self):
         for rank in range(self.world_size):
@@ -151,6 +151,8 @@ class _Run:
                 msg = reader.recv()
                 if msg[0] == "progress" and self.progress:
                     self.progress(rank, msg[1], msg[2])
+                elif msg[0] == "started":
+                    self.started.add(rank)
                 elif msg[0] == "done":
                     self.done.add(rank)
                 elif msg[0] == "error":
@@ -172,8 +174,16 @@ class _Run:
             with open(path, "rb") as f:
                 return pickle.load(f)
         code = self.procs[rank].exitcode
-        how = (f"was killed by signal {-code}" if code is not None and code < 0
-               else f"exited with code {code} without raising")
+        if code is not None and code < 0:
+            how = f"was killed by signal {-code}"
+        elif rank not in self.started:
+            # Spawned children import the launching script as __main__; one
+            # without the guard starts a launch of its own there, and dies.
+            how = (f"exited with code {code} before the worker started: if you launch from a script, "
+                   "put the launch under `if __name__ == \"__main__\":` (spawned workers re-import "
+                   "the script); the worker's own output is above, on this process's stderr")
+        else:
+            how = f"exited with code {code} without raising"
         return {"time": self.failed[rank], "type": None, "message": how,
                 "traceback": self._log_tail(rank)}
 
@@ -185,14 +195,16 @@ class _Run:
         roots = [r for r in reports if not collateral(reports[r])] or list(reports)
         root = min(roots, key=lambda r: reports[r]["time"])
         rep = reports[root]
-        others = tuple(sorted(r for r in reports if r != root))
+        lost = tuple(sorted(r for r in reports if r != root and collateral(reports[r])))
+        own = tuple(sorted(r for r in reports if r != root and not collateral(reports[r])))
         what = f"raised {rep['type']}: {_first_line(rep['message'])}" if rep["type"] else rep["message"]
-        after = (f"; rank(s) {', '.join(map(str, others))} failed after it (their collectives lost a partner)"
-                 if others else "")
-        msg = f"rank {root} {what}{after}. Fix the error in the worker; its traceback follows."
+        after = "".join([
+            f"; rank(s) {_ranks(lost)} failed after it (their collectives lost a partner)" if lost else "",
+            f"; rank(s) {_ranks(own)} also failed, each on its own (see `.reports`)" if own else ""])
         tb = rep["traceback"]
-        raise WorkerFailed(msg + ("\n" + tb if tb else ""), rank=root,
-                           worker_traceback=tb, collateral=others)
+        msg = f"rank {root} {what}{after}. Fix the error in the worker" + ("; its traceback follows." if tb else ".")
+        raise WorkerFailed(msg + ("\n" + tb if tb else ""), rank=root, worker_traceback=tb,
+                           collateral=lost + own, reports=reports)
 
     def _raise_timeout(self):
         unfinished = tuple(r for r in range(self.world_size) if r not in self.done)
@@ -244,6 +256,10 @@ def _collective_timeout(run_timeout: float) -> float:
     # A little past the run's deadline, so the launcher reports the hang, not
     # a worker; torch's own default (30 min) when the run has none.
     return run_timeout + 30.0 if run_timeout < DEFAULT_COLLECTIVE_S else DEFAULT_COLLECTIVE_S
+
+
+def _ranks(ranks):
+    return ", ".join(map(str, ranks))
 
 
 def _first_line(text):
