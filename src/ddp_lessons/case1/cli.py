@@ -9,7 +9,7 @@ import dataclasses
 
 from .. import cmdline, runtime
 from .data import tiny_dataset
-from .options import Options, parse_override
+from .options import Options
 from .results import per_rank
 from .train import train
 
@@ -17,10 +17,12 @@ from .train import train
 def cli_command(p):
     """`python -m ddp_lessons case1`: one training run, printed and optionally recorded."""
     cmdline.common(p)
-    p.add_argument("--preset", choices=["broken", "answer", "fixed"], default="broken")
+    p.add_argument("--preset", choices=list(Options.PRESETS), default="broken")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one Options field, e.g. find_unused_parameters=false")
-    p.add_argument("--model", choices=["tiny", "m3ae"], default=None)
+                   type=Options.override_arg,
+                   help="override one Options field, typed and checked by the field, "
+                        "e.g. find_unused_parameters=false")
+    p.add_argument("--model", choices=Options.choices()["model"], default=None)
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--steps-limit", type=int, default=None)
@@ -28,7 +30,7 @@ def cli_command(p):
     p.add_argument("--data-root", default=None, help="default: the tiny dataset in data/vqa_tiny")
 
     def run(args):
-        changes = dict(parse_override(s) for s in args.overrides)
+        changes = dict(args.overrides)
         for key, val in (("model", args.model), ("batch_size", args.batch_size),
                          ("steps_limit", args.steps_limit)):
             if val is not None:

@@ -24,7 +24,8 @@ MODES = ("posted", "fixed", "nvml", "sweep")
 def _options(args) -> Options:
     kw = dict(epochs=args.epochs, batch_size=args.batch, size=args.size, width=args.width,
               depth=args.depth, train_batches=args.train_batches)
-    opts = Options(**kw) if args.mode == "posted" else Options.fixed(**kw)
+    kw.update(args.overrides)
+    opts = Options.preset("posted" if args.mode == "posted" else "fixed", **kw)
     if args.mode == "posted" and nvml_error() is not None:
         opts = opts.replace(nvml="off")  # NVML missing here: the block would raise (see nvml mode)
     return opts
@@ -75,6 +76,9 @@ def cli_command(p):
     p.add_argument("--mode", choices=MODES, default="posted")
     p.add_argument("--accelerator", choices=["cpu", "gpu"], default="cpu")
     p.add_argument("--launch", action="store_true", help="run on --nproc workers (default: one process)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                   type=Options.override_arg,
+                   help="override one Options field, typed and checked by the field, e.g. nvml=off")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--size", type=int, default=5000)
