@@ -29,7 +29,12 @@ class RecordError(ValueError):
 
 
 def machine_info(backend: str | None = None) -> dict:
-    """Hardware and software of this machine: devices, CPUs, torch, NCCL, Python."""
+    """Hardware and software of this machine: devices, CPUs, torch, NCCL, Python.
+
+    GPUs and the driver are read through NVML, never through torch.cuda: even
+    `torch.cuda.is_available()` starts the CUDA driver in this process, and
+    workers forked after that cannot use CUDA (see `launch`'s fork check).
+    """
     import torch
     info = {"python": platform.python_version(),
             "platform": platform.platform(), "cpu_count": os.cpu_count(),
@@ -37,12 +42,28 @@ def machine_info(backend: str | None = None) -> dict:
             "cpu_model": _cpu_model(), "torch": torch.__version__,
             "cuda": torch.version.cuda, "gloo": torch.distributed.is_gloo_available(),
             "backend": backend, "gpus": [], "nccl": None, "driver": None}
-    if torch.cuda.is_available():
-        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        v = torch.cuda.nccl.version()
+    info.update(_nvml_gpus())
+    if info["gpus"] and torch.distributed.is_nccl_available():
+        v = torch.cuda.nccl.version()  # the library's version string: no CUDA context
         info["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-        info["driver"] = _nvidia_smi("--query-gpu=driver_version", "--format=csv,noheader")
     return info
+
+
+def _nvml_gpus() -> dict:
+    """GPU names and the driver version from NVML; nothing where NVML is missing."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVIDIA driver or no nvidia-ml-py: no GPUs to name
+        return {}
+    try:
+        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+                 for i in range(pynvml.nvmlDeviceGetCount())]
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        as_str = lambda s: s.decode() if isinstance(s, bytes) else s  # noqa: E731 - older bindings give bytes
+        return {"gpus": [as_str(n) for n in names], "driver": as_str(driver)}
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def gpu_topology() -> str | None:

@@ -109,7 +109,11 @@ def _set_env(spec: WorkerSpec, rank: int) -> None:
         OMP_NUM_THREADS=str(spec.threads))
     lo = loopback_name()
     if lo:
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", lo)  # keep gloo on loopback
+        # Keep every socket of a one-machine run on loopback: gloo's pairs, and
+        # NCCL's bootstrap and proxy listeners (NCCL otherwise binds the first
+        # non-loopback interface it finds, reachable from the network).
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", lo)
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", lo)
 
 
 def _capture_output(spec: WorkerSpec, rank: int) -> None:
