@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import common
+from . import common, runtime
 
 SCHEMA = "ddp-lessons/run"
 SCHEMA_VERSION = 1
@@ -38,7 +38,7 @@ def machine_info(backend: str | None = None) -> dict:
     import torch
     info = {"python": platform.python_version(),
             "platform": platform.platform(), "cpu_count": os.cpu_count(),
-            "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+            "cpu_affinity": runtime.cpu_count(),
             "cpu_model": _cpu_model(), "torch": torch.__version__,
             "cuda": torch.version.cuda, "gloo": torch.distributed.is_gloo_available(),
             "backend": backend, "gpus": [], "nccl": None, "driver": None}
