@@ -10,9 +10,10 @@ import torch.distributed as dist
 from torch.utils.data import Sampler
 
 from .. import runtime
-from .data import VQAFeatureDataset, tiny_dataset
+from .data import VQAFeatureDataset
 from .setup import build_model, make_loader, to_device
 from .options import Options
+from .synthetic import tiny_dataset
 
 
 class ShardSampler(Sampler):
