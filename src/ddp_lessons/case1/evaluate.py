@@ -11,8 +11,8 @@ from torch.utils.data import Sampler
 
 from .. import runtime
 from .data import VQAFeatureDataset
-from .setup import build_model, make_loader, to_device
 from .options import Options
+from .parts import build_model, make_loader, to_device
 from .synthetic import tiny_dataset
 
 

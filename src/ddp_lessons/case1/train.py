@@ -25,8 +25,8 @@ from .data import VQAFeatureDataset
 from .evaluate import ShardSampler, evaluate
 from .model import count_parameters
 from .options import Options
-from .setup import (accumulate, build_model, loader_workers, lr_lambda, make_loader,
-                    to_device, train_sampler)
+from .parts import (accumulate, build_model, loader_workers, lr_lambda, make_loader,
+                   to_device, train_sampler)
 from .synthetic import tiny_dataset
 
 COMM_DTYPES = {None: None, "none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
