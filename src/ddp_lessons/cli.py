@@ -25,7 +25,7 @@ COMMANDS = {
     "train-mlp": "ddp_lessons.intro.cli:train_mlp_command",
     "error-demos": "ddp_lessons.intro.cli:error_demos_command",
     "case1": "ddp_lessons.case1.cli:cli_command",
-    "make-vqa-data": "ddp_lessons.case1.data:cli_command",
+    "make-vqa-data": "ddp_lessons.case1.synthetic:cli_command",
     "case2": "ddp_lessons.case2.cli:cli_command",
 }
 

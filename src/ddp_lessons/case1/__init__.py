@@ -1,19 +1,22 @@
 """Case 1 (notebooks 01-03): a plain-PyTorch DDP script on 2 GPUs that is
 slower than on one, rebuilt on one code path.
 
-options (what the post, the answer and the fix set) -> setup (options turned
-into the model, sampler, loader, schedule) -> train (the worker) ->
-evaluate ; results (reading what the workers return) ; ablation (the
-answer's fixes alone and together) ; posted (the post's lines without a
-launcher) ; model and data (the M3AE-shaped stand-in and a VQA-RAD-shaped
-dataset) ; exercises ; cli.
+options (what the post, the answer and the fix set) -> parts (model, sampler,
+loader, schedule, loss accumulator, log, epoch edges: each switched by one
+option) -> setup (the options turned into those objects once: a Plan) ->
+train (the worker: epochs over the plan, reading no option) ; evaluate ;
+results (reading what the workers return) ; ablation (the answer's fixes
+alone and together) ; posted (the post's lines without a launcher) ; model,
+synthetic and data (the M3AE-shaped stand-in, the VQA-RAD-shaped dataset
+written to disk, its reader) ; exercises ; cli.
 """
 
-from .data import TINY_DATA, VQAFeatureDataset, make_vqa_dataset, tiny_dataset
+from .data import VQAFeatureDataset
 from .evaluate import evaluate, evaluate_worker
 from .options import Options, parse_override
 from .posted import run_without_launcher
 from .results import allreduce_time, by_run, epoch_span, per_rank, throughput, waited
+from .synthetic import TINY_DATA, make_vqa_dataset, tiny_dataset
 from .train import train, train_many
 
 __all__ = ["Options", "parse_override", "train", "train_many", "evaluate", "evaluate_worker",

@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from .. import cmdline, runtime
-from .data import tiny_dataset
 from .options import Options
 from .results import per_rank
+from .synthetic import tiny_dataset
 from .train import train
 
 

@@ -10,9 +10,10 @@ import torch.distributed as dist
 from torch.utils.data import Sampler
 
 from .. import runtime
-from .data import VQAFeatureDataset, tiny_dataset
-from .setup import build_model, make_loader, to_device
+from .data import VQAFeatureDataset
 from .options import Options
+from .parts import build_model, make_loader, to_device
+from .synthetic import tiny_dataset
 
 
 class ShardSampler(Sampler):

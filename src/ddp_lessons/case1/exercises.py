@@ -7,7 +7,7 @@ import math
 from ..allreduce import allreduce_time
 from ..common import gradient_bytes
 from ..exercises import check, compare_choice, compare_number, exercise  # noqa: F401 - check: the notebooks'
-from .data import TINY_DATA
+from .synthetic import TINY_DATA
 
 
 def _tiny_train() -> int:

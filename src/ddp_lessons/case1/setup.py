@@ -1,83 +1,116 @@
-"""The pieces case 1's loop is built from, each switched by one option: the
-model (heads or not), the sampler (as posted or as the answer has it), the
-loader, the LR schedule, the loss accumulator. Defined in notebook 01_case1_broken.
+"""Case 1's setup: the options turned into objects once, a `Plan` (model,
+optimizer, schedule, loader, loss accumulator, evaluator, log, epoch edges).
+`train.run_epoch` then reads the plan and no option. Defined in notebook
+01_case1_broken.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import dataclasses
+import functools
+import math
+from typing import Callable
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader
-from torch.utils.data.distributed import DistributedSampler
 
 from .. import runtime
-from .model import M3AEConfig, M3AETransformerSS, drop_unused_heads
+from ..common import wrap_ddp
+from ..timing import StepTimer
+from .data import VQAFeatureDataset
+from .evaluate import ShardSampler, evaluate
 from .options import Options
+from .parts import (LOSS_ADDS, EpochEdges, Log, LossSum, build_model, loader_workers, lr_lambda,
+                    make_loader, train_sampler)
+from .synthetic import tiny_dataset
+
+COMM_DTYPES = {None: None, "none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def build_model(o: Options, num_answers: int, image_size: int, dev) -> torch.nn.Module:
-    base = M3AEConfig.m3ae if o.model == "m3ae" else M3AEConfig.tiny
-    torch.manual_seed(o.seed)  # same weights on every rank (DDP broadcasts rank 0's anyway)
-    model = M3AETransformerSS(base(num_answers=num_answers, image_size=image_size))
-    if o.drop_heads:
-        drop_unused_heads(model)
-    return model.to(dev)
+@dataclasses.dataclass
+class Plan:
+    """Everything one rank's training loop uses, built by `build`."""
+    rank: int
+    world_size: int
+    device: torch.device
+    model: torch.nn.Module            # DDP-wrapped when `wrapped`
+    wrapped: bool
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    train_loader: torch.utils.data.DataLoader
+    batch_size: int                   # per rank
+    num_workers: int                  # loader workers per rank
+    steps: int                        # per epoch
+    epochs: int
+    schedule_steps: int               # the length the LR schedule was sized for
+    lr_peak: float
+    loss_sum: Callable[[], LossSum]   # a fresh accumulator per epoch
+    evaluate: Callable[[], dict | None]   # after each epoch; None where this rank does not
+    log: Log
+    edges: EpochEdges
+    autocast: Callable                # a fresh autocast context per forward pass
+    keep_qids: bool                   # record each epoch's qids (train's argument)
 
 
-def train_sampler(o: Options, trainset):
-    if o.setup == "posted":
-        # As posted: LOCAL_RANK decides whether init_process_group ran (under
-        # a launcher it did, before this line), the rank given is LOCAL_RANK.
-        local_rank = int(os.environ.get("LOCAL_RANK", -1))
-        word_size = dist.get_world_size()  # raises when the group was never initialised
-        return DistributedSampler(trainset, num_replicas=word_size, rank=local_rank, seed=o.seed)
-    if dist.is_initialized():
-        return DistributedSampler(trainset, seed=o.seed)  # rank and size from the group
+def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True) -> tuple[Plan, StepTimer]:
+    """The plan of one rank's run under `o`, and the StepTimer on its model.
+
+    Call order is the loop's contract: the seed is set right before the model
+    is made, and the timer's comm hook is registered right after DDP wraps it.
+    """
+    dev = runtime.device()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    root = data_root or tiny_dataset()["root"]
+    trainset, testset = VQAFeatureDataset(root, "train"), VQAFeatureDataset(root, "test")
+    log = Log(writes=o.log_ranks == "all" or rank == 0)
+    log("Creating model")
+    model, wrapped = _model(o, trainset, dev)
+    timer = StepTimer(model if wrapped else None, device=dev, comm_dtype=COMM_DTYPES[o.comm_dtype])
+    sampler = train_sampler(o, trainset)
+    bs = max(1, o.batch_size // world) if o.batch == "halved" else o.batch_size
+    nw = loader_workers(o)
+    train_loader = make_loader(o, trainset, bs, sampler, nw, dev.type == "cuda", shuffle=True)
+    evaluator = _evaluator(o, model, testset, bs, nw, rank, world, dev)
+    steps = min(len(train_loader), o.steps_limit or len(train_loader))
+    # "entries": sized as if this process read every entry (the post passes
+    # len(trainset.entries)); "steps": the steps this rank really takes.
+    total = (math.ceil(len(trainset.entries) / bs) if o.schedule == "entries" else steps) * epochs
+    lr_peak = o.lr * world if o.batch == "scale_lr" else o.lr
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr_peak, weight_decay=0.01)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(total))
+    plan = Plan(rank=rank, world_size=world, device=dev, model=model, wrapped=wrapped,
+                optimizer=optimizer, scheduler=scheduler, train_loader=train_loader,
+                batch_size=bs, num_workers=nw, steps=steps, epochs=epochs, schedule_steps=total,
+                lr_peak=lr_peak, loss_sum=functools.partial(LossSum, LOSS_ADDS[o.loss_accum]),
+                evaluate=evaluator, log=log, keep_qids=keep_qids,
+                edges=EpochEdges(model, dev, train_mode=o.train_mode_each_epoch, barrier=o.barrier_timing,
+                                 set_epoch=sampler.set_epoch if sampler is not None and o.set_epoch else None),
+                autocast=functools.partial(torch.autocast, dev.type, dtype=torch.bfloat16, enabled=o.amp))
+    return plan, timer
+
+
+def _model(o: Options, trainset, dev) -> tuple[torch.nn.Module, bool]:
+    """The model (seeded), DDP-wrapped unless `wrap_when` says one device needs no wrapper."""
+    model = build_model(o, trainset.num_answers, trainset.image_size, dev)
+    wrapped = o.wrap_when == "always" or torch.cuda.device_count() > 1
+    if wrapped:
+        model = wrap_ddp(model, dev, find_unused_parameters=o.find_unused_parameters, static_graph=o.static_graph,
+                         bucket_cap_mb=o.bucket_cap_mb, gradient_as_bucket_view=o.gradient_as_bucket_view)
+    return model, wrapped
+
+
+def _no_evaluation() -> None:
     return None
 
 
-def loader_workers(o: Options) -> int:
-    if o.num_workers == "cores":
-        return max(0, runtime.cpu_count() // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
-    return int(o.num_workers)
-
-
-def make_loader(o, ds, bs, sampler, nw, cuda, shuffle=False):
-    return DataLoader(ds, batch_size=bs, sampler=sampler, shuffle=shuffle and sampler is None,
-                      num_workers=nw, collate_fn=ds.collote, pin_memory=o.pin_memory and cuda,
-                      persistent_workers=o.persistent_workers and nw > 0,
-                      generator=torch.Generator().manual_seed(o.seed),
-                      # fork, as under torchrun: a spawned rank would otherwise spawn its
-                      # loader workers too, each importing torch (seconds per epoch)
-                      multiprocessing_context="fork" if nw and sys.platform == "linux" else None)
-
-
-def to_device(batch: dict, dev) -> torch.Tensor:
-    # The post's copies, made non-blocking (asynchronous only from pinned memory).
-    batch["image"][0] = batch["image"][0].to(dev, non_blocking=True)
-    for k in ("text_ids", "text_labels", "text_ids_mlm", "text_labels_mlm", "text_masks"):
-        batch[k] = batch[k].to(dev, non_blocking=True)
-    targets = torch.cat([t.unsqueeze(0) for t in batch["vqa_labels"]], dim=0)
-    return targets.to(dev, non_blocking=True)
-
-
-def lr_lambda(total_steps: int, warmup_fraction: float = 0.1):
-    """Linear warm-up, then linear decay to 0 at `total_steps` (M3AE's schedule, power 1)."""
-    warm = max(1, round(total_steps * warmup_fraction))
-
-    def f(step):
-        if step < warm:
-            return (step + 1) / warm
-        return max(0.0, (total_steps - step) / max(1, total_steps - warm))
-    return f
-
-
-def accumulate(total, loss, how):
-    if how == "tensor":
-        return total + loss           # keeps every step's autograd node alive
-    if how == "item":
-        return total + loss.item()    # note: a CPU-GPU sync point, every step
-    return total + loss.detach()      # stays on the device; read once per epoch
+def _evaluator(o: Options, model, testset, bs, nw, rank, world, dev) -> Callable[[], dict | None]:
+    """Option `evaluation`: "distributed" (every rank its shard, counts summed),
+    "rank0" (the post: rank 0 over the whole test set) or "none"."""
+    shard = ShardSampler(len(testset), rank, world) if o.evaluation == "distributed" else None
+    loader = make_loader(o, testset, bs, shard, nw, dev.type == "cuda")
+    if o.evaluation == "distributed":
+        return functools.partial(evaluate, model, loader, dev, distributed=True, amp=o.amp)
+    if o.evaluation == "rank0" and rank == 0:
+        # the other rank runs on meanwhile
+        return functools.partial(evaluate, model, loader, dev, amp=o.amp)
+    return _no_evaluation

@@ -1,0 +1,32 @@
+"""The helper package stays readable: no module over 300 lines, no function
+(nested functions and methods included) over 60 lines."""
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 60
+
+
+def _modules():
+    paths = sorted(SRC.rglob("*.py"))
+    assert paths, f"no modules found under {SRC}"
+    return paths
+
+
+def test_no_module_over_300_lines():
+    long = {p.relative_to(SRC).as_posix(): n for p in _modules()
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (path: lines): {long}"
+
+
+def test_no_function_over_60_lines():
+    long = []
+    for p in _modules():
+        for node in ast.walk(ast.parse(p.read_text(), filename=str(p))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1   # from `def` to its last line
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{p.relative_to(SRC).as_posix()}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: " + "; ".join(long)
