@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from .. import runtime
 from ..common import gradient_bytes, sync, wrap_ddp
+from ..hooks import compression_hook
 from ..launcher import report_progress
 from ..timing import StepTimer
 from .data import VQAFeatureDataset, tiny_dataset
@@ -27,8 +28,6 @@ from .model import count_parameters
 from .options import Options
 from .setup import (accumulate, build_model, loader_workers, lr_lambda, make_loader,
                     to_device, train_sampler)
-
-COMM_DTYPES = {None: None, "none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 # -- the worker ----------------------------------------------------------------
@@ -54,7 +53,7 @@ def train(options, data_root=None, epochs: int = 1, keep_qids: bool = True) -> d
     if wrapped:
         model = wrap_ddp(model, dev, find_unused_parameters=o.find_unused_parameters, static_graph=o.static_graph,
                     bucket_cap_mb=o.bucket_cap_mb, gradient_as_bucket_view=o.gradient_as_bucket_view)
-    timer = StepTimer(model if wrapped else None, device=dev, comm_dtype=COMM_DTYPES[o.comm_dtype])
+    timer = StepTimer(model if wrapped else None, device=dev, hook=compression_hook(o.comm_dtype))
     sampler = train_sampler(o, trainset)
     bs = max(1, o.batch_size // world) if o.batch == "halved" else o.batch_size
     nw = loader_workers(o)
