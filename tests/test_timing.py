@@ -2,10 +2,11 @@
 
 import statistics
 
+import _timing_workers as w
 import pytest
 import torch
 
-from ddp_lessons import launch
+from ddp_lessons import hooks, launch
 from ddp_lessons.intro import workers as toy
 from ddp_lessons.timing import StepTimer, _comm_numbers, median_step
 
@@ -48,15 +49,48 @@ def test_agrees_with_ddps_own_logging():
         assert statistics.median(ours) == pytest.approx(statistics.median(ddp), rel=0.25, abs=0.003)
 
 
-def test_compressed_allreduce_sends_half_the_bytes():
-    out = launch(toy.train_mlp, (4, 256, 2, 16, 25.0, True, 0.0, torch.float16), world_size=2)
+@pytest.mark.parametrize("timed", [False, True])
+def test_compression_sends_half_the_bytes_whether_timed_or_not(timed):
+    out = launch(w.count_sent_bytes, (timed, torch.float16), world_size=2)
     for rank in out:
-        assert {s["allreduce_bytes"] for s in rank["steps"]} == {rank["grad_bytes"] // 2}
+        # Counted at dist.all_reduce, not by the timer: every step, every gradient, in fp16.
+        assert rank["sent_dtypes"] == ["torch.float16"]
+        assert rank["sent_bytes"] == rank["n_steps"] * rank["grad_bytes"] // 2
+        assert rank["comm_hook"] == ("timed_comm_hook" if timed else "allreduce_hook_in_fp16")
+        if timed:  # and the timer reports what was sent
+            assert {s["allreduce_bytes"] for s in rank["steps"]} == {rank["grad_bytes"] // 2}
+            assert all(b["grad_bytes"] == 2 * b["bytes"] for s in rank["steps"] for b in s["buckets"])
+        else:
+            assert rank["steps"] == []
 
 
 def test_disabled_timer_records_nothing_and_registers_no_hook():
     out = launch(toy.train_mlp, (4, 64, 1, 8, 25.0, False), world_size=2)
-    assert all(r["steps"] == [] for r in out)
+    assert all(r["steps"] == [] and not r["comm_hook"] for r in out)
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_the_users_own_hook_is_wrapped_and_its_result_used(timed):
+    for rank in launch(w.own_hook, (timed,), world_size=2):
+        assert rank["calls"] > 3 and not rank["changed"]  # a few buckets per step; zeros applied
+        if timed:
+            assert rank["timed_buckets"] == rank["calls"] and rank["comm_hook"] == "timed_comm_hook"
+        else:
+            assert rank["comm_hook"].endswith("_zeroing_hook")
+
+
+def test_a_model_that_already_has_a_hook_says_to_pass_it_to_the_timer():
+    msg = launch(w.hook_already_registered, world_size=1)[0]
+    assert "hook=" in msg and "\n" not in msg
+
+
+def test_compression_hook_names():
+    assert hooks.compression_hook(None) is None and hooks.compression_hook("none") is None
+    assert hooks.compression_hook("bf16").__name__ == "allreduce_hook_in_bf16"
+    assert hooks.compression_hook(torch.float16).__name__ == "allreduce_hook_in_fp16"
+    assert hooks.delayed(None, 0.0) is None
+    with pytest.raises(ValueError, match="fp16"):
+        hooks.compression_hook("int8")
 
 
 def test_single_process_timer_without_ddp():

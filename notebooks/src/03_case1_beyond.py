@@ -51,7 +51,7 @@ for name, res in runs.items():
 # %% [markdown]
 # Smaller buckets mean more, smaller all-reduces, which can start earlier in the backward pass. Autocast
 # computes in bf16 but leaves parameters and gradients in fp32: **the bytes do not shrink**. Only a
-# compression hook (here `StepTimer(comm_dtype=torch.bfloat16)`) halves them. Time per step, measured:
+# compression hook (here `hooks.compression_hook(torch.bfloat16)`, wrapped by the timer) halves them. Time per step, measured:
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -22,7 +22,7 @@ torch.set_num_threads(1)  # one thread per process, as each launched worker gets
 opts = case2.Options(epochs=2, nvml="off" if case2.nvml_error() else "step")
 
 # %% [markdown]
-# `case2_timing.StepTimerCallback` marks `on_train_batch_start`, `on_before_backward`, `on_after_backward`, `on_before_optimizer_step` and `on_train_batch_end`; `timed_strategy(cb)` is `DDPStrategy(ddp_comm_state=cb.timer, ddp_comm_hook=timed_allreduce_hook)` (with one change: Lightning registers comm hooks only on CUDA, so the subclass registers it on CPUs too). Three timed workers:
+# `case2_timing.StepTimerCallback` marks `on_train_batch_start`, `on_before_backward`, `on_after_backward`, `on_before_optimizer_step` and `on_train_batch_end`; `timed_strategy(cb)` is `DDPStrategy(ddp_comm_state=cb.timer, ddp_comm_hook=timed_comm_hook)`, the timer's hook around torch's `allreduce_hook` (with one change: Lightning registers comm hooks only on CUDA, so the subclass registers it on CPUs too). Three timed workers:
 
 # %%
 t0 = time.perf_counter()

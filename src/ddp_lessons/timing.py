@@ -3,7 +3,7 @@ every gradient bucket's all-reduce, and how much of it was exposed.
 
 Usage inside a worker (notebook 00_first_launch introduces it):
 
-    timer = StepTimer(ddp_model)               # registers a timing comm hook
+    timer = StepTimer(ddp_model)               # registers a timing comm hook (hook=: around yours)
     for batch in timer.data(loader):           # times the wait for each batch
         with timer.phase("forward"):  loss = loss_fn(ddp_model(batch))
         with timer.phase("backward"): loss.backward()
@@ -17,12 +17,15 @@ once: a host clock around `loss.backward()` measures only how fast the host
 queued the kernels, and reading an event every step would stall the queue.
 The data wait is always a host time (the host is what waits for the loader).
 
-The all-reduce is timed inside a DDP communication hook: a bucket's interval
-runs from the moment DDP hands it to the hook (its gradients are ready) to the
-moment its all-reduce has completed (the future's callback; on NCCL an event
-recorded there completes after the collective). Exposed communication is the
-time from the last bucket becoming ready (backward compute done) to the last
-all-reduce completing: the part of the step the backward pass could not hide.
+The all-reduce is timed inside a DDP communication hook that wraps the hook
+doing the sending (`hook=`, default torch's `allreduce_hook`, what DDP does by
+itself; compression and injected delays are such hooks, in `hooks`): a
+bucket's interval runs from the moment DDP hands it to the hook (its
+gradients are ready) to the moment the inner hook's future has completed (its
+callback; on NCCL an event recorded there completes after the collective).
+Exposed communication is the time from the last bucket becoming ready
+(backward compute done) to the last all-reduce completing: the part of the
+step the backward pass could not hide.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import time
 
 import torch
 import torch.distributed as dist
+
+from .hooks import allreduce_hook
 
 
 class _HostClock:
@@ -58,28 +63,29 @@ class _CudaClock:
         return [self.ref.elapsed_time(ev) / 1e3 for ev in marks]
 
 
-def timed_allreduce_hook(timer: "StepTimer", bucket):
-    """DDP communication hook: all-reduce the bucket (mean) and time it.
+def timed_comm_hook(timer: "StepTimer", bucket):
+    """DDP communication hook: run the timer's hook on the bucket and time it.
 
     A plain function because DDP reads the hook's `__name__`, and its second
-    parameter must be called `bucket`. Registered by `StepTimer`.
+    parameter must be called `bucket`. Registered by `StepTimer` with the
+    timer as state. Bytes sent: the bucket's buffer as the inner hook leaves
+    it (torch's compress wrappers, used by `hooks.compression_hook`, swap in
+    the cast buffer; a hook that sends a buffer of its own, such as torch's
+    PowerSGD, is counted at its gradients' size).
     """
     ready = timer.clock.mark()
-    buf = bucket.buffer()
-    nbytes = buf.numel() * buf.element_size()
-    send = buf if timer.comm_dtype is None else buf.to(timer.comm_dtype)
-    # Divide before summing, as DDP's default allreduce_hook does.
-    send.div_(timer.world_size)
-    fut = dist.all_reduce(send, group=timer.group, async_op=True).get_future()
-    index = bucket.index()
+    grad_bytes = _nbytes(bucket.buffer())
+    fut = timer._send(timer.state, bucket)
+    sent_bytes, index = _nbytes(bucket.buffer()), bucket.index()
 
     def done(f):
-        if timer.comm_delay_s:
-            time.sleep(timer.comm_delay_s)  # a known extra cost, for cross-checks
-        timer._bucket_done(index, ready, timer.clock.mark(), send.numel() * send.element_size(), nbytes)
-        out = f.value()[0]
-        return out if timer.comm_dtype is None else buf.copy_(out)
+        timer._bucket_done(index, ready, timer.clock.mark(), sent_bytes, grad_bytes)
+        return f.value()
     return fut.then(done)
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
 
 
 class StepTimer:
@@ -87,25 +93,40 @@ class StepTimer:
 
     `ddp_model`: a DistributedDataParallel model whose all-reduce to time
     (None: no all-reduce timing, e.g. a single-process baseline).
-    `enabled=False` turns every mark into a no-op and registers no hook: the
-    same training loop then runs uninstrumented (the overhead benchmark).
-    `comm_dtype`: all-reduce the gradients in this dtype (e.g. torch.float16),
-    halving the bytes sent; `comm_delay_s` adds a known delay to every bucket.
-    `time_comm=False` times the phases only and leaves DDP's own all-reduce alone.
+    `hook`, `state`: the communication hook that sends the gradients and its
+    state (e.g. `hooks.compression_hook("bf16")`, or a hook of your own;
+    None: DDP's own all-reduce). The timer registers it on `ddp_model` and
+    wraps it when it times the all-reduce, and registers it unwrapped when it
+    does not: what is sent never depends on timing. The hook goes to the timer,
+    not to the model, because DDP takes one hook per model; a model that
+    already has one raises an error saying to pass it here instead.
+    `enabled=False` turns every mark into a no-op: the same training loop then
+    runs uninstrumented (the overhead benchmark).
+    `time_comm=False` times the phases only.
+    `comm_hook()` is the (state, hook) pair to register elsewhere (Lightning).
     """
 
-    def __init__(self, ddp_model=None, device=None, enabled=True, comm_dtype=None,
-                 comm_delay_s=0.0, group=None, time_comm=True):
+    def __init__(self, ddp_model=None, device=None, enabled=True, hook=None, state=None,
+                 time_comm=True):
         self.enabled = enabled
         device = torch.device(device) if device is not None else _model_device(ddp_model)
         self.device = device
         self.clock = _CudaClock(device) if device.type == "cuda" else _HostClock()
-        self.comm_dtype, self.comm_delay_s, self.group = comm_dtype, comm_delay_s, group
-        self.world_size = dist.get_world_size(group) if dist.is_initialized() else 1
+        self.hook, self.state = hook, state
+        self._send = hook if hook is not None else allreduce_hook  # what timed_comm_hook calls
+        self.times_comm = enabled and time_comm
         self._steps, self._buckets = [], []
         self._new_step()
-        if enabled and time_comm and ddp_model is not None:
-            ddp_model.register_comm_hook(self, timed_allreduce_hook)
+        state, hook = self.comm_hook()
+        if ddp_model is not None and hook is not None:
+            _register(ddp_model, state, hook)
+
+    def comm_hook(self):
+        """(state, hook) to register on the DDP model: the timing hook around
+        the given hook, the given hook alone when not timing, or (None, None)."""
+        if self.times_comm:
+            return self, timed_comm_hook
+        return self.state, self.hook
 
     # -- marks ---------------------------------------------------------------
     def _new_step(self):
@@ -206,6 +227,17 @@ def _comm_numbers(buckets, backward):
     return {"allreduce": busy, "allreduce_calls": len(buckets),
             "allreduce_bytes": sum(b["bytes"] for b in buckets),
             "exposed": exposed, "backward_compute": max(0.0, bwd - exposed)}
+
+
+def _register(ddp_model, state, hook):
+    try:
+        ddp_model.register_comm_hook(state, hook)
+    except RuntimeError as exc:
+        if "only be called once" not in str(exc):
+            raise
+        raise RuntimeError("this DDP model already has a communication hook: pass it to "
+                           "StepTimer(ddp_model, hook=..., state=...) instead, and the timer "
+                           "registers it, wrapped") from exc
 
 
 def _model_device(model):

@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from .. import runtime
 from ..common import wrap_ddp
+from ..hooks import compression_hook
 from ..timing import StepTimer
 from .data import VQAFeatureDataset
 from .evaluate import ShardSampler, evaluate
@@ -24,7 +25,6 @@ from .parts import (LOSS_ADDS, EpochEdges, Log, LossSum, build_model, loader_wor
                     make_loader, train_sampler)
 from .synthetic import tiny_dataset
 
-COMM_DTYPES = {None: None, "none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 @dataclasses.dataclass
@@ -65,7 +65,7 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True) -
     log = Log(writes=o.log_ranks == "all" or rank == 0)
     log("Creating model")
     model, wrapped = _model(o, trainset, dev)
-    timer = StepTimer(model if wrapped else None, device=dev, comm_dtype=COMM_DTYPES[o.comm_dtype])
+    timer = StepTimer(model if wrapped else None, device=dev, hook=compression_hook(o.comm_dtype))
     sampler = train_sampler(o, trainset)
     bs = max(1, o.batch_size // world) if o.batch == "halved" else o.batch_size
     nw = loader_workers(o)

@@ -21,20 +21,16 @@ import time
 import pytorch_lightning as pl
 from pytorch_lightning.strategies import DDPStrategy
 
-from ..timing import StepTimer, timed_allreduce_hook
+from ..timing import StepTimer
 
 
 class LightningStepTimer(StepTimer):
     """A StepTimer driven by Callback hooks: `begin_step`, `begin`/`end` phases."""
 
-    def __init__(self, device="cpu"):
-        super().__init__(None, device=device)
+    def __init__(self, device="cpu", hook=None, state=None):
+        # No model yet: the strategy registers `comm_hook()` (see timed_strategy).
+        super().__init__(None, device=device, hook=hook, state=state)
         self._open = {}
-
-    def bind_world(self, world_size: int, group=None) -> None:
-        # The hook divides by this: set once the process group exists (under
-        # ddp_notebook it is created after the timer, inside each child).
-        self.world_size, self.group = world_size, group
 
     def begin_epoch(self) -> None:
         self._new_step()  # a step starts where the previous one ended, or at the epoch's start
@@ -51,17 +47,18 @@ class LightningStepTimer(StepTimer):
 
 
 class StepTimerCallback(pl.Callback):
-    """Records every micro-step and epoch of `trainer.fit`; read `.result()` after."""
+    """Records every micro-step and epoch of `trainer.fit`; read `.result()` after.
+    `hook`, `state`: the communication hook that sends (None: DDP's all-reduce),
+    wrapped by the timer; pass the callback to `timed_strategy` to register it."""
 
-    def __init__(self, device="cpu"):
-        self.timer = LightningStepTimer(device)
+    def __init__(self, device="cpu", hook=None, state=None):
+        self.timer = LightningStepTimer(device, hook=hook, state=state)
         self.epochs = []
         self._t = {}
         self._last_end = None
 
     # -- run and epochs: host clock (whole passes; Lightning syncs at their ends)
     def on_fit_start(self, trainer, pl_module):
-        self.timer.bind_world(trainer.world_size)
         self._t["fit_start"] = time.perf_counter()
 
     def on_train_epoch_start(self, trainer, pl_module):
@@ -126,6 +123,8 @@ class TimedDDPStrategy(DDPStrategy):
 
 
 def timed_strategy(callback: StepTimerCallback, **kwargs) -> TimedDDPStrategy:
-    """`TimedDDPStrategy(ddp_comm_state=timer, ddp_comm_hook=timed_allreduce_hook)`."""
-    return TimedDDPStrategy(ddp_comm_state=callback.timer, ddp_comm_hook=timed_allreduce_hook, **kwargs)
+    """`TimedDDPStrategy(ddp_comm_state=timer, ddp_comm_hook=timed_comm_hook)`: the
+    timer's hook around the callback's `hook` (`StepTimer.comm_hook()`)."""
+    state, hook = callback.timer.comm_hook()
+    return TimedDDPStrategy(ddp_comm_state=state, ddp_comm_hook=hook, **kwargs)
 

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from .. import runtime
+from .. import hooks, runtime
 from ..common import gradient_bytes, mlp, wrap_ddp
 from ..launcher import report_progress
 from ..timing import StepTimer, ddp_logging_times
@@ -51,6 +51,9 @@ def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64
     """Train a small MLP with DDP on random data; return per-step timings.
 
     `timed=False` runs the same loop with the timer disabled (overhead benchmark).
+    `comm_delay_s`: a known delay per bucket after its all-reduce (`hooks.delayed`);
+    `comm_dtype`: all-reduce in torch.float16 / torch.bfloat16 (`hooks.compression_hook`).
+    Both are sent whether timed or not.
     `ddp_logging=True` also returns DDP's own timings of every step, to cross-check.
     """
     torch.manual_seed(seed)  # same initial weights on every rank (DDP also broadcasts)
@@ -61,7 +64,9 @@ def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(seed + dist.get_rank())
     data = [(torch.randn(batch, 32, generator=g), torch.randn(batch, 1, generator=g)) for _ in range(steps)]
-    timer = StepTimer(model, enabled=timed, comm_delay_s=comm_delay_s, comm_dtype=comm_dtype)
+    # What is sent is the hook's business; the timer only wraps it (timed=False: registered alone).
+    hook = hooks.delayed(hooks.compression_hook(comm_dtype), comm_delay_s)
+    timer = StepTimer(model, enabled=timed, hook=hook)
     logged = []
     for i, (x, y) in enumerate(timer.data(data)):
         x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
@@ -75,4 +80,5 @@ def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64
     out = timer.result() if timed else {"rank": dist.get_rank(), "steps": []}
     out["ddp_logging"] = logged
     out["grad_bytes"] = gradient_bytes(model)
+    out["comm_hook"] = model._get_ddp_logging_data().get("comm_hook", "")  # the hook DDP runs, by name
     return out

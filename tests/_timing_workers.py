@@ -1,0 +1,73 @@
+"""Workers for tests/test_timing.py (spawned children import this module by name)."""
+
+import torch
+import torch.distributed as dist
+
+from ddp_lessons.common import mlp, wrap_ddp
+from ddp_lessons.hooks import allreduce_hook
+from ddp_lessons.intro import workers as toy
+from ddp_lessons.timing import StepTimer
+
+
+def count_sent_bytes(timed, comm_dtype, steps=4):
+    """`toy.train_mlp`, counting what reaches `dist.all_reduce` (where torch's
+    Python hooks send), independently of the timer."""
+    sent, real = [], dist.all_reduce
+
+    def counting_all_reduce(tensor, *args, **kwargs):
+        sent.append((tensor.numel() * tensor.element_size(), str(tensor.dtype)))
+        return real(tensor, *args, **kwargs)
+    dist.all_reduce = counting_all_reduce  # torch's hooks look it up on each call
+    try:
+        out = toy.train_mlp(steps, 256, 2, 16, 25.0, timed, 0.0, comm_dtype)
+    finally:
+        dist.all_reduce = real
+    out["sent_bytes"] = sum(n for n, _ in sent)
+    out["sent_dtypes"] = sorted({d for _, d in sent})
+    out["n_steps"] = steps
+    return out
+
+
+def _zeroing_hook(calls, bucket):
+    """A user's own hook: all-reduce as usual, then hand DDP zeros instead."""
+    calls.append(bucket.index())
+    return allreduce_hook(None, bucket).then(_zeros)
+
+
+def _zeros(fut):
+    return fut.value().zero_()
+
+
+def _small_ddp_mlp():
+    torch.manual_seed(0)
+    return wrap_ddp(mlp(64, 2), torch.device("cpu"), bucket_cap_mb=0.01)  # a few buckets
+
+
+def own_hook(timed, steps=3):
+    """The user's hook given to the timer: how often it ran, what the timer saw,
+    whether the parameters moved (they must not: the hook sends zeros)."""
+    model = _small_ddp_mlp()
+    calls = []
+    timer = StepTimer(model, enabled=timed, hook=_zeroing_hook, state=calls)
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        with timer.phase("forward"):
+            loss = model(torch.randn(8, 32)).pow(2).mean()
+        timer.finish_step(loss, opt)
+    steps_seen = timer.result()["steps"] if timed else []
+    return {"calls": len(calls), "timed_buckets": sum(s["allreduce_calls"] for s in steps_seen),
+            "changed": any(not torch.equal(a, b) for a, b in zip(before, model.parameters())),
+            "comm_hook": model._get_ddp_logging_data().get("comm_hook", "")}
+
+
+def hook_already_registered():
+    """A model with a hook of its own, then a timer: the error message (or None)."""
+    model = _small_ddp_mlp()
+    model.register_comm_hook(None, allreduce_hook)
+    StepTimer(model, enabled=False)  # registers nothing: no error
+    try:
+        StepTimer(model)
+    except RuntimeError as exc:
+        return str(exc)
+    return None
