@@ -30,6 +30,7 @@ def test_callback_records_every_micro_step_and_epoch():
     assert r["optimizer_steps"] == 2  # 6 micro-steps, accumulate_grad_batches=3
 
 
+@pytest.mark.slow
 def test_three_workers_lightning_reuses_the_launchers_processes():
     out = launch(case2.fit_worker, (case2.Options(nvml="off", **SHORT),), world_size=3, timeout=240)
     assert [r["rank"] for r in out] == [0, 1, 2]
