@@ -135,7 +135,9 @@ class _Run:
             now = time.time()
             if obj in alive:
                 rank = alive[obj]
-                self.procs[rank].join(0)
+                # The sentinel is ready once the process has closed its files,
+                # a moment before it can be reaped: wait for its exit code.
+                self.procs[rank].join(TERMINATE_S)
                 code = self.procs[rank].exitcode
                 if code not in (0, None) or rank not in self.done:
                     self._drain(self.readers[rank])
