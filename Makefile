@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 TORCH   := torch==2.13.0
 NBVAL   := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: lab test install notebooks check-notebooks unit nbval browser-deps data clean
+.PHONY: lab test install notebooks check-notebooks unit quick nbval browser-deps data clean
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "needs $(PY) (or: make PY=python3 ...)"; exit 1; }
@@ -40,6 +40,10 @@ test: install browser-deps
 
 unit: install
 	$(BIN)/python -m pytest tests --ignore=tests/test_browser.py
+
+# While editing: the unit tests without the slow multi-process ones (`make test` runs them all).
+quick: install
+	$(BIN)/python -m pytest tests --ignore=tests/test_browser.py -m "not slow"
 
 nbval: install
 	$(BIN)/python -m pytest $(NBVAL) notebooks

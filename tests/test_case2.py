@@ -30,6 +30,7 @@ def test_callback_records_every_micro_step_and_epoch():
     assert r["optimizer_steps"] == 2  # 6 micro-steps, accumulate_grad_batches=3
 
 
+@pytest.mark.slow
 def test_three_workers_lightning_reuses_the_launchers_processes():
     out = launch(case2.fit_worker, (case2.Options(nvml="off", **SHORT),), world_size=3, timeout=240)
     assert [r["rank"] for r in out] == [0, 1, 2]
@@ -78,21 +79,42 @@ def test_predictor_arithmetic_by_hand():
 
 
 def test_breakeven_finds_the_first_width_that_wins():
-    c = _costs(c0=0.0, k=1e-9, startup={3: 1.0})
-    # compute per step = 1e-9 * 256 * params; 3 workers win once the saved compute beats startup + comm
-    widths = [64, 256, 1024, 4096]
-    got = breakeven(c, "width", widths, epochs=10)
-    rows = [speedup(c, width=w, epochs=10) for w in widths]
-    assert got == next(w for w, s in zip(widths, rows) if s > 1)
+    c = _costs(c0=0.0, k=1e-9, startup={3: 1.0})   # latency 1 ms, bandwidth 1 GB/s
+    # By hand, size 5000, batch 256, depth 3, so params P = 11w + 2(w + 1)w + w + 1 = 2w^2 + 14w + 1:
+    #   1 worker:  ceil(5000 / 256) = 20 steps/epoch, each 1e-9 * 256 * P s of compute
+    #   3 workers: ceil(ceil(5000 / 3) / 256) = ceil(1667 / 256) = 7 steps/epoch, each
+    #              1e-9 * 256 * P + 1e-3 + 4P / 1e9 s, plus 1 s of startup once
+    # 3 win when E * (20 - 7) * 256e-9 * P - E * 7 * 4e-9 * P > 1 + E * 7e-3, i.e.
+    #   E * 3.3e-6 * P > 1 + E * 0.007.
+    # E = 10: 3.3e-5 * P > 1.07, P > 32424.2:
+    #   w = 123: 2 * 15129 + 1722 + 1 = 31981 (loses); w = 124: 2 * 15376 + 1736 + 1 = 32489 (wins).
+    assert breakeven(c, "width", range(8, 4097), epochs=10) == 124
+    assert breakeven(c, "width", [64, 123, 124, 4096], epochs=10) == 124
+    # w = 256 (P = 134657): E * 0.44437 > 1 + E * 0.007, so E > 2.29: the 3rd epoch.
+    assert breakeven(c, "epochs", range(1, 20)) == 3
+    # w = 8 (P = 241), one epoch: 7.95e-4 s saved against 1.007 s added: never.
     assert breakeven(c, "width", [8], epochs=1) is None
 
 
-def test_cli_saves_a_loadable_record(tmp_path):
+def test_cli_saves_a_loadable_record(tmp_path, capsys):
     from ddp_lessons import cli
+    path = tmp_path / "case2-test.json"
     cli.main(["case2", "--mode", "fixed", "--epochs", "1", "--train-batches", "5",
-              "--record", str(tmp_path / "case2-test"), "--overwrite"])  # a path: not data/runs
-    rec = records.load(tmp_path / "case2-test.json")
-    assert rec["kind"] == "case2" and rec["config"]["mode"] == "fixed"
-    assert {"lightning", "plain"} <= set(rec["results"])
-    assert rec["results"]["lightning"][0]["optimizer_steps"] == 5
-    json.dumps(rec)
+              "--record", str(tmp_path / "case2-test")])  # a path: not data/runs
+    assert capsys.readouterr().out.splitlines()[-1] == f"saved {path}"
+    raw = json.loads(path.read_text())  # the file itself, not records.load's reading of it
+    assert (raw["schema"], raw["schema_version"], raw["kind"]) == ("ddp-lessons/run", 1, "case2")
+    assert (raw["config"]["mode"], raw["config"]["accelerator"], raw["config"]["launch"]) == ("fixed", "cpu", False)
+    # What the command line asked for, and what `--mode fixed` means (Options.fixed):
+    want = dict(epochs=1, train_batches=5, batch_size=256, size=5000, width=256, depth=3, accumulate=1,
+                randn_in_getitem=False, fix_loss_shape=True, nvml="off", log_every_step=False, val_every=0)
+    assert {k: raw["config"]["options"][k] for k in want} == want
+    assert raw["machine"]["torch"] == torch.__version__
+    assert raw["machine"]["cpu_affinity"] == len(os.sched_getaffinity(0))
+    assert len(raw["machine"]["gpus"]) == torch.cuda.device_count() and raw["machine"]["backend"] is None
+    assert set(raw["results"]) == {"lightning", "plain"}
+    (lightning,) = raw["results"]["lightning"]
+    assert lightning["optimizer_steps"] == 5 and len(lightning["times"]["steps"]) == 5
+    (plain,) = raw["results"]["plain"]
+    assert plain["world_size"] == 1 and plain["optimizer_steps"] == len(plain["times"]["steps"]) > 0
+    assert records.load(path) == raw

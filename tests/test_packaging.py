@@ -1,9 +1,15 @@
-"""environment.yml and pyproject.toml must not drift apart; the Makefile pins torch."""
+"""environment.yml and pyproject.toml must not drift apart; the Makefile pins torch;
+CI, the README and `make test` name the same command, and it runs every test."""
 
+import os
 import re
+import shlex
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -46,7 +52,49 @@ def test_torch_is_pinned_to_the_cpu_wheel_in_both_install_paths():
     assert py == ["python=3.11"]
 
 
+def _command_lines(script: str) -> list[str]:
+    return [ln.strip() for ln in script.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _readme_section_code(heading: str) -> list[list[str]]:
+    """The fenced code blocks of the README section under `## heading`, as lists of lines."""
+    text = (ROOT / "README.md").read_text()
+    section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert section, f"README has no '## {heading}' section"
+    return [block.strip().splitlines() for block in re.findall(r"^```[a-z]*\n(.*?)^```", section[1], re.M | re.S)]
+
+
+def _make_dry_run(target: str) -> list[list[str]]:
+    """The commands `make TARGET` would run (make's own reading of the Makefile), split."""
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    out = subprocess.run(["make", "-n", "-C", str(ROOT), target], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [shlex.split(ln) for ln in out.stdout.splitlines() if ln.strip() and not ln.startswith("make")]
+
+
+def _pytest_args(commands: list[list[str]]) -> list[str]:
+    (cmd,) = [c for c in commands if c[1:3] == ["-m", "pytest"]]
+    return cmd[3:]
+
+
 def test_ci_runs_the_readme_test_command():
-    readme = (ROOT / "README.md").read_text()
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert "make test" in readme and "make test" in ci
+    ci = ROOT / ".ci" / "run"
+    assert os.access(ci, os.X_OK)
+    lines = _command_lines(ci.read_text())
+    assert lines[-1] == "make test", f"the CI script's last command is {lines[-1]!r}"
+    assert "set -euo pipefail" in lines  # an earlier failing line would stop it
+    assert ["make test"] in _readme_section_code("Run the tests")
+
+
+def test_make_test_runs_every_test_and_every_notebook():
+    args = _pytest_args(_make_dry_run("test"))
+    assert "--nbval" in args and {"tests", "notebooks"} <= set(args)
+    # CI runs everything: no marker, keyword or path left out.
+    assert not {"-m", "-k", "--deselect", "--ignore"} & set(args), args
+
+
+def test_make_quick_leaves_out_only_the_slow_tests_and_the_browser():
+    args = _pytest_args(_make_dry_run("quick"))
+    assert args[args.index("-m") + 1] == "not slow"
+    assert "tests" in args and "notebooks" not in args and "--nbval" not in args

@@ -24,6 +24,11 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def threads_per_rank(cores: int, ranks: int) -> int:
+    """Torch threads for each of `ranks` processes sharing `cores` cores: an equal share, at least 1."""
+    return max(1, cores // ranks)
+
+
 def under_torchrun() -> bool:
     """True when torchrun (or another launcher) started this process as one rank."""
     return "TORCHELASTIC_RUN_ID" in os.environ or (
@@ -65,6 +70,6 @@ def init_from_env(backend: str | None = None, timeout_s: float = 600.0) -> None:
         torch.cuda.set_device(local_rank())
         kwargs["device_id"] = torch.device("cuda", local_rank())
     # As under launch: the cores divided among the ranks of this node.
-    threads = max(1, cpu_count() // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+    threads = threads_per_rank(cpu_count(), int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
     torch.set_num_threads(threads)
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s), **kwargs)

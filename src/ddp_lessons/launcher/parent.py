@@ -22,7 +22,7 @@ import tempfile
 import time
 from multiprocessing.connection import wait as wait_any
 
-from ..runtime import cpu_count
+from ..runtime import cpu_count, threads_per_rank
 from . import child as _worker
 from .checks import (check_fork, check_spawnable, check_start_method, check_timeout,
                      check_world_size, resolve_backend)
@@ -70,7 +70,7 @@ def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = 
     backend = resolve_backend(backend, world_size, start_method)
     kwargs = dict(kwargs or {})
     check_spawnable(fn, (args, kwargs), start_method)
-    threads = threads or max(1, cpu_count() // world_size)
+    threads = threads or threads_per_rank(cpu_count(), world_size)
     run = _Run(fn, args, kwargs, world_size, backend, timeout, start_method, threads,
                capture_output, make_progress(progress, world_size))
     try:
@@ -135,7 +135,9 @@ class _Run:
             now = time.time()
             if obj in alive:
                 rank = alive[obj]
-                self.procs[rank].join(0)
+                # The sentinel is ready once the process has closed its files,
+                # a moment before it can be reaped: wait for its exit code.
+                self.procs[rank].join(TERMINATE_S)
                 code = self.procs[rank].exitcode
                 if code not in (0, None) or rank not in self.done:
                     self._drain(self.readers[rank])
