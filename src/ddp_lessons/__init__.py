@@ -6,7 +6,8 @@ The package the course's notebooks import, read from the ground floor up:
   `runtime` (what a worker asks about its run), `timing` (a timer that only
   measures), `hooks` (communication hooks that change what DDP sends),
   `allreduce` (all-reduce over message sizes and its one cost model),
-  `records` (run records), `plots`, `exercises`, `common`, `cmdline`;
+  `records` (run records), `spread` (statistics of repeated runs), `plots`,
+  `exercises`, `common`, `cmdline`;
 - `intro` (notebook 00's workers), `case1` (notebooks 01-03), `case2` (04-06);
 - `cli`: `python -m ddp_lessons COMMAND`.
 

@@ -1,6 +1,7 @@
 """`python -m ddp_lessons case1 ...`: one training run, printed and optionally
-recorded (benchmarks/record_case1_gpu.sh runs it on one GPU; notebook 01 runs
-it under torchrun). Defined in notebook 01_case1_broken.
+recorded (notebook 01 runs it under torchrun). The GPU comparisons of the
+lessons are recorded as interleaved repeats by benchmarks/record_gpu_pairs.py.
+Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from ..timing import StepTimer
 from .data import VQAFeatureDataset
 from .evaluate import ShardSampler, evaluate
 from .options import Options
-from .parts import (LOSS_ADDS, EpochEdges, Log, LossSum, build_model, loader_workers, lr_lambda,
-                    make_loader, train_sampler)
+from .parts import (LOSS_ADDS, EpochEdges, Log, LossSum, build_model, lr_lambda, make_loader,
+                    rank_budget, train_sampler)
 from .synthetic import tiny_dataset
 
 
@@ -39,7 +39,7 @@ class Plan:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     train_loader: torch.utils.data.DataLoader
     batch_size: int                   # per rank
-    num_workers: int                  # loader workers per rank
+    num_workers: int                  # loader workers per rank (parts.core_budget)
     steps: int                        # per epoch
     epochs: int
     schedule_steps: int               # the length the LR schedule was sized for
@@ -60,6 +60,10 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True) -
     """
     dev = runtime.device()
     rank, world = dist.get_rank(), dist.get_world_size()
+    # The rank's cores split between loader workers and intra-op threads
+    # (parts.core_budget), set before any loader process is forked.
+    nw, threads = rank_budget(o, dev.type)
+    torch.set_num_threads(threads)
     root = data_root or tiny_dataset()["root"]
     trainset, testset = VQAFeatureDataset(root, "train"), VQAFeatureDataset(root, "test")
     log = Log(writes=o.log_ranks == "all" or rank == 0)
@@ -68,7 +72,6 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True) -
     timer = StepTimer(model if wrapped else None, device=dev, hook=compression_hook(o.comm_dtype))
     sampler = train_sampler(o, trainset)
     bs = max(1, o.batch_size // world) if o.batch == "halved" else o.batch_size
-    nw = loader_workers(o)
     train_loader = make_loader(o, trainset, bs, sampler, nw, dev.type == "cuda", shuffle=True)
     evaluator = _evaluator(o, model, testset, bs, nw, rank, world, dev)
     steps = min(len(train_loader), o.steps_limit or len(train_loader))

@@ -4,7 +4,9 @@ Modes: posted (the posted test on one device, or `--launch` for N workers),
 fixed (the fixed test in Lightning and in plain PyTorch, matched), nvml (the
 post's NVML block, per call), sweep (plain-loop compute per step over widths,
 the break-even predictor's compute figures). benchmarks/record_case2_gpu.sh
-runs them on one GPU. Defined in notebook 04_case2_lightning.
+records nvml and sweep on one GPU; the pairs (posted/fixed, Lightning/plain,
+NVML on/off) are recorded as interleaved repeats by benchmarks/record_gpu_pairs.py.
+Defined in notebook 04_case2_lightning.
 """
 
 from __future__ import annotations

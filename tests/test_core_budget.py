@@ -1,0 +1,56 @@
+"""case1.parts.core_budget: a rank's loader workers plus intra-op threads fit its share of cores."""
+
+import pytest
+
+from ddp_lessons import runtime
+from ddp_lessons.case1 import Options
+from ddp_lessons.case1 import parts
+
+
+@pytest.mark.parametrize("cores, ranks, device, num_workers, cap, expected", [
+    # one H200 on 16 cores: 15 workers decode, the rank's own thread queues kernels
+    (16, 1, "cuda", "cores", 16, (15, 1)),
+    (16, 2, "cuda", "cores", 8, (7, 1)),
+    (16, 8, "cuda", "cores", None, (1, 1)),
+    (16, 16, "cuda", "cores", None, (0, 1)),
+    # the 2-core CI machine, notebook 03: launch(world_size=2, threads=1) -> 1 core per rank
+    (2, 2, "cpu", "cores", 1, (0, 1)),
+    # ... and its one-rank run, launch(world_size=1, threads=1): 1 worker + 1 thread on 2 cores
+    (2, 1, "cpu", "cores", 1, (1, 1)),
+    (2, 1, "cpu", "cores", None, (1, 1)),
+    (5, 1, "cpu", "cores", None, (2, 3)),
+    (16, 1, "cpu", "cores", None, (4, 12)),
+    (16, 2, "cpu", "cores", 8, (2, 6)),
+    (16, 1, "cpu", "cores", 4, (4, 4)),       # the launcher's threads cap the threads
+    (1, 4, "cpu", "cores", None, (0, 1)),     # fewer cores than ranks: still one thread
+    # an explicit count is kept as given; the threads yield to it, down to 1
+    (2, 2, "cpu", 4, 1, (4, 1)),
+    (16, 1, "cpu", 8, None, (8, 8)),
+    (16, 1, "cuda", 4, 16, (4, 1)),
+    (16, 1, "cpu", 0, None, (0, 16)),
+])
+def test_core_budget(cores, ranks, device, num_workers, cap, expected):
+    assert parts.core_budget(cores, ranks, device, num_workers, cap) == expected
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_cores_never_double_booked(device):
+    for cores in range(1, 65):
+        for ranks in range(1, 9):
+            workers, threads = parts.core_budget(cores, ranks, device)
+            assert workers >= 0 and threads >= 1
+            assert workers + threads <= max(1, cores // ranks), (cores, ranks, workers, threads)
+
+
+def test_rank_budget_reads_the_launchers_environment(monkeypatch):
+    monkeypatch.setattr(runtime, "cpu_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert parts.rank_budget(Options.fixed(), "cpu") == (0, 1)
+    assert parts.rank_budget(Options.broken(), "cpu") == (4, 1)
+    monkeypatch.setattr(runtime, "cpu_count", lambda: 16)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "16")
+    assert parts.rank_budget(Options.fixed(), "cuda") == (15, 1)
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert parts.rank_budget(Options.fixed(), "cpu") == (4, 12)
