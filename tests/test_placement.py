@@ -3,7 +3,7 @@ and workers that refuse a device their process group does not use."""
 
 import pytest
 
-from ddp_lessons import LaunchConfigError, Placement, case2, launch, place, runtime
+from ddp_lessons import LaunchConfigError, Placement, case2, launch, place, records, runtime
 from ddp_lessons.case2 import plain
 from ddp_lessons.intro import workers as toy
 from ddp_lessons.launcher import checks
@@ -99,3 +99,21 @@ def test_case2_workers_refuse_a_device_their_group_does_not_use(monkeypatch, wor
     monkeypatch.setattr(runtime.dist, "get_backend", lambda group=None: "gloo")
     with pytest.raises(ValueError, match="accelerator='gpu' contradicts the process group's backend 'gloo'"):
         worker(case2.Options(epochs=1), "gpu")
+
+
+def test_a_record_is_made_again_live_only_where_placed_on_nccl(tmp_path):
+    rec = records.make_record("case2", {"mode": "nvml"}, {"per_call": 1.0})
+    records.save(rec, "case2-somegpu-nvml", runs_dir=tmp_path)
+    calls = []
+
+    def rerun(stored, where):
+        calls.append((stored["config"], where.world_size))
+        return records.make_record("case2", stored["config"], {"per_call": 2.0}, backend=where.backend)
+
+    cpu = records.stored_or_live("case2-somegpu-nvml", rerun, Placement(1, "gloo", "cpu", 1), runs_dir=tmp_path)
+    assert (cpu["results"], calls, cpu.get("live")) == ({"per_call": 1.0}, [], None)
+    assert records.describe_machine(cpu).endswith("recorded " + rec["created"][:10])
+    gpu = records.stored_or_live("case2-somegpu-nvml", rerun, Placement(1, "nccl", "cuda", 1), runs_dir=tmp_path)
+    assert (gpu["results"], calls) == ({"per_call": 2.0}, [({"mode": "nvml"}, 1)])
+    assert (gpu["live"], gpu["rerun_of"]) == (True, "case2-somegpu-nvml")
+    assert records.describe_machine(gpu).endswith("measured live in this run")
