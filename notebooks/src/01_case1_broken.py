@@ -20,19 +20,28 @@
 # RoBERTa-style text encoder, co-attention fusion, VQA head, and the pre-training heads VQA never uses) at
 # a tiny size for these CPUs and at about M3AE's size for the GPU recordings; no pre-trained weights.
 # What they keep is what decides speed: work per sample, gradient bytes, unused parameters.
-# Figures from GPUs are **recorded runs** on named hardware, loaded from `data/runs/`; everything else is
-# **measured live** on this machine when the notebook runs.
+# Figures from GPUs are **recorded runs** on named hardware, loaded from `data/runs/` (made again live
+# where this machine has a GPU); everything else is **measured live** on this machine when the notebook runs.
 
 # %%
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
-from ddp_lessons import launch, plots, records
+from ddp_lessons import launch, place, plots, records
 from ddp_lessons import case1
 from ddp_lessons.case1 import per_rank
 from ddp_lessons.case1.exercises import check
 from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS, count_parameters
 from ddp_lessons.common import gradient_bytes
 import torch
+
+# %% [markdown]
+# The case has two ranks. Where they run on this machine (NCCL with one GPU each when two are visible,
+# else gloo on the CPU), and where the recorded one-GPU runs at the end are made again live (on a GPU, if any):
+
+# %%
+where = place(2)
+solo = place(1)
+print(where.describe())
 
 # %% [markdown]
 # ## The stand-in dataset and model
@@ -83,11 +92,13 @@ for attempt in case1.run_without_launcher():
 # In the posted code, `init_process_group` runs inside `if args.local_rank != -1:`, before the sampler,
 # and a launcher sets `LOCAL_RANK`. Measure: one worker for one epoch, then two workers for two epochs,
 # of the posted setup. Each worker gets one core (`threads=1`), as each process of the post got one GPU.
+# The one-worker run uses the two-worker run's backend (`where.backend`), so both run on the same kind
+# of device: on a one-GPU machine both on the CPU, not one on the GPU against two on the CPU.
 
 # %%
 posted = case1.Options.broken()
-one = launch(case1.train, (posted, None, 1), world_size=1, threads=1)
-two = launch(case1.train, (posted, None, 2), world_size=2, threads=1)
+one = launch(case1.train, (posted, None, 1), world_size=1, backend=where.backend, threads=1)
+two = launch(case1.train, (posted, None, 2), world_size=where.world_size, backend=where.backend, threads=1)
 
 # %%
 for label, res in (("1 worker ", one), ("2 workers", two)):
@@ -99,12 +110,13 @@ print("ranks share a sample:", bool(a & b), "| together they cover the train spl
 
 # %% [markdown]
 # The same code under `torchrun`, the launcher the post's `torch.distributed.launch` became: the worker is
-# unchanged, torchrun starts the two processes and sets `RANK`, `LOCAL_RANK` and `WORLD_SIZE`
-# (`python -m ddp_lessons case1` is the command-line entry point; 4 steps, no evaluation, to keep it short):
+# unchanged, torchrun starts the two processes and sets `RANK`, `LOCAL_RANK` and `WORLD_SIZE`, and the
+# ranks choose their backend by the rule of `place` (`python -m ddp_lessons case1` is the command-line
+# entry point; 4 steps, no evaluation, to keep it short):
 
 # %%
 import re, subprocess, sys
-cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(where.world_size),
        "-m", "ddp_lessons", "case1", "--preset", "broken", "--steps-limit", "4",
        "--set", "evaluation=none", "--set", "num_workers=0"]
 out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
@@ -178,17 +190,18 @@ widgets.interact(show, run=list(runs), rank=widgets.IntSlider(0, 0, 1));
 {k: v for k, v in show("2 workers, 2 epochs", 1).items() if k in ("rank", "samples", "steps")}
 
 # %% [markdown]
-# ## The same script on a GPU (recorded)
+# ## The same script on a GPU (recorded, or live on this machine's GPU)
 # The GPU figures below are a recorded run of the same code (`bash benchmarks/record_case1_gpu.sh`): the
-# M3AE-size model at 224 px, batch 32, one GPU (world size 1, NCCL), 30 steps. The line above each names
-# the hardware it ran on.
+# M3AE-size model at 224 px, batch 32, one GPU (world size 1, NCCL), 30 steps. Where this machine has a
+# GPU, `records.stored_or_live` makes the same run again on it (`solo`). The line above each names
+# the hardware it ran on, and whether it was recorded or measured live.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 gpu = {}
 for name in ("case1-h200-broken", "case1-h200-broken-bf16"):
     try:
-        rec = records.load(name)
+        rec = records.stored_or_live(name, case1.rerun, solo)
     except records.RecordError as exc:
         print(f"{name}: not recorded yet ({exc})")
         continue
@@ -202,7 +215,7 @@ for name in ("case1-h200-broken", "case1-h200-broken-bf16"):
 # NBVAL_IGNORE_OUTPUT
 if gpu:
     display(plots.step_breakdown([rec["results"]["ranks"][0]["timer"] for rec in gpu.values()], skip=2,
-                                 title=" | ".join(gpu) + " (recorded)"))
+                                 title=" | ".join(gpu) + (" (live)" if solo.backend == "nccl" else " (recorded)")))
 
 # %% [markdown]
 # ## Summary

@@ -10,17 +10,24 @@
 # **Previous:** `01_case1_broken.ipynb`. **Next:** `03_case1_beyond.ipynb`.
 #
 # What changed since 01: nothing in the loop; only options. Live runs use the stand-in dataset and tiny
-# model of 01, two gloo workers with one core each; GPU figures are recorded runs, labelled with their hardware.
+# model of 01 on two workers (placed below: gloo with one core each on a CPU, NCCL with a GPU each where
+# two are visible); GPU figures are recorded runs, labelled with their hardware, made again live where
+# this machine has a GPU.
 
 # %%
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
-from ddp_lessons import launch, records, WorkerFailed
+from ddp_lessons import launch, place, records, WorkerFailed
 from ddp_lessons import case1
 from ddp_lessons.case1 import per_rank, by_run
 from ddp_lessons.case1.exercises import check
 
 data = case1.tiny_dataset()
+
+# %%
+where = place(2)  # the case's two ranks
+solo = place(1)   # the recorded one-GPU runs, made again live where a GPU is visible
+print(where.describe())
 
 # %% [markdown]
 # ## Every variant in one launch
@@ -39,7 +46,7 @@ variants = {
     "static_graph, heads kept": case1.Options.answer(static_graph=True, steps_limit=4, **quick),
 }
 runs = dict(zip(variants, by_run(launch(case1.train_many, (list(variants.values()), None, 1),
-                                        world_size=2, threads=1))))
+                                        world_size=where.world_size, threads=1))))
 static = runs.pop("static_graph, heads kept")
 
 # %% [markdown]
@@ -101,7 +108,7 @@ for name in ("posted", "answer, same batch"):
 # %%
 try:
     launch(case1.train, (case1.Options.answer(steps_limit=3, num_workers=0, evaluation="none"), None, 1),
-           world_size=2, threads=1)
+           world_size=where.world_size, threads=1)
 except WorkerFailed as err:
     print(err.summary.split(" raised ", 1)[1].split(". ")[0])
 
@@ -131,13 +138,14 @@ for name in ("posted", "answer, same batch"):
 # %% [markdown]
 # `total_loss += loss.item()` copies the loss to the host every step. On a CPU the loss already lives in
 # host memory and every op has finished when it returns, so `.item()` waits for nothing: it costs
-# ~nothing here. On a GPU it makes the host wait for the GPU every step. The recorded cost, on a GPU:
+# ~nothing here. On a GPU it makes the host wait for the GPU every step. The recorded cost, on a GPU
+# (measured again, live, where this machine has one):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 for name in ("case1-h200-fixed-bf16", "case1-h200-fixed-bf16-item"):
     try:
-        rec = records.load(name)
+        rec = records.stored_or_live(name, case1.rerun, solo)
     except records.RecordError as exc:
         print(f"{name}: not recorded yet"); continue
     row = rec["results"]["per_rank"][0]
@@ -145,7 +153,7 @@ for name in ("case1-h200-fixed-bf16", "case1-h200-fixed-bf16-item"):
           f"[{records.describe_machine(rec)}]")
 
 # %% [markdown]
-# Read the two recorded lines against each other: at a step of ~0.2 s that keeps the GPU busy, the host
+# Read the two lines against each other: at a step of ~0.2 s that keeps the GPU busy, the host
 # has nothing else to do while it waits, so the per-step sync costs nothing measurable (the pair differs
 # by less than two runs of the same settings differ, e.g. `case1-h200-broken` against `-fixed`). A sync per
 # step costs when the host has work to overlap with the GPU: short steps, or data prepared in the
@@ -156,12 +164,13 @@ for name in ("case1-h200-fixed-bf16", "case1-h200-fixed-bf16-item"):
 #
 # ## Distributed evaluation equals single-process evaluation
 # Not in the answer, but needed by 03: each rank scores its own shard (no padding repeats) and the counts
-# are summed. Same weights, same result as one process over the whole test set:
+# are summed. Same weights, same result as one process over the whole test set (one launched process, on
+# the same kind of device as the two ranks: `where.backend`):
 
 # %%
 o = case1.Options.fixed(num_workers=0)
-single = case1.evaluate_worker(o, None, distributed=False)
-shards = launch(case1.evaluate_worker, (o, None, True), world_size=2, threads=1)
+single = launch(case1.evaluate_worker, (o, None, False), world_size=1, backend=where.backend, threads=1)[0]
+shards = launch(case1.evaluate_worker, (o, None, True), world_size=where.world_size, threads=1)
 print("single:", single["counts"], "| 2 ranks:", [s["counts"] for s in shards], "| equal:", shards[0] == single)
 
 # %% [markdown]
@@ -172,7 +181,8 @@ print("single:", single["counts"], "| 2 ranks:", [s["counts"] for s in shards], 
 # %%
 from ddp_lessons.case1 import ablation
 abl = ablation.variants(steps_limit=6)
-abl_runs = dict(zip(abl, by_run(launch(case1.train_many, (list(abl.values()), None, 1), world_size=2, threads=1))))
+abl_runs = dict(zip(abl, by_run(launch(case1.train_many, (list(abl.values()), None, 1),
+                                        world_size=where.world_size, threads=1))))
 abl_rows = ablation.table(abl_runs)
 for r in abl_rows:
     print(f"{r['variant']:46s} steps {r['steps']}, samples {r['samples']:3d}, "
@@ -185,7 +195,7 @@ assert changed and all("4a" in name or name.startswith("up to: 4") for name in c
 print("only dropping the heads (4a) changes what is all-reduced:", all("4" in n for n in changed))
 
 # %% [markdown]
-# And the median step time, measured here (2 gloo workers on 2 cores; the dashed line is the posted setup):
+# And the median step time, measured here (2 workers as placed above; the dashed line is the posted setup):
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -9,16 +9,16 @@
 # **Builds on:** `02_case1_answer.ipynb` (which fixes hold) and `00_first_launch.ipynb` (the all-reduce cost model).
 # **Previous:** `02_case1_answer.ipynb`. **Next:** `04_case2_lightning.ipynb`.
 #
-# Three kinds of numbers below, always labelled: **measured** live here (tiny stand-in model, gloo, 2 CPU
-# cores), **recorded** (the M3AE-size stand-in on a named GPU, from `data/runs/`), **modelled** (a formula
-# with stated assumptions).
+# Three kinds of numbers below, always labelled: **measured** live here (tiny stand-in model, two ranks as
+# placed below), **recorded** (the M3AE-size stand-in on a named GPU, from `data/runs/`, made again live
+# where this machine has a GPU), **modelled** (a formula with stated assumptions).
 
 # %%
 import glob
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
 import torch
-from ddp_lessons import launch, allreduce, plots, records
+from ddp_lessons import launch, place, allreduce, plots, records
 from ddp_lessons import case1
 from ddp_lessons.case1 import per_rank, by_run
 from ddp_lessons.case1.exercises import check
@@ -26,6 +26,11 @@ from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS
 from ddp_lessons.common import gradient_bytes
 
 data = case1.tiny_dataset()
+
+# %%
+where = place(2)  # the case's two ranks
+solo = place(1)   # the recorded one-GPU runs, made again live where a GPU is visible
+print(where.describe())
 
 # %% [markdown]
 # ## One launch: the fixed setup, and its all-reduce variants (measured)
@@ -40,7 +45,8 @@ sweep = {f"bucket {mb} MB": case1.Options.fixed(bucket_cap_mb=mb, **short) for m
 sweep["bf16 autocast"] = case1.Options.fixed(amp=True, **short)
 sweep["bf16 autocast + bf16 all-reduce"] = case1.Options.fixed(amp=True, comm_dtype="bf16", **short)
 sweep["fixed, full epoch"] = case1.Options.fixed()
-runs = dict(zip(sweep, by_run(launch(case1.train_many, (list(sweep.values()), None, 1), world_size=2, threads=1))))
+runs = dict(zip(sweep, by_run(launch(case1.train_many, (list(sweep.values()), None, 1),
+                                      world_size=where.world_size, threads=1))))
 
 # %%
 for name, res in runs.items():
@@ -86,7 +92,7 @@ print("both ranks evaluated:", all(e is not None for e in ev), "| same result:",
 # %%
 def orders(flag):
     res = launch(case1.train, (case1.Options.fixed(set_epoch=flag, steps_limit=3, evaluation="none", num_workers=0), None, 2),
-                 world_size=2, threads=1)
+                 world_size=where.world_size, threads=1)
     return [e["qids"] for e in res[0]["epochs"]]
 
 with_set, without = orders(True), orders(False)
@@ -95,10 +101,11 @@ print("without set_epoch: epoch 1 order == epoch 0 order:", without[0] == withou
 
 # %% [markdown]
 # ## Scaling efficiency (measured)
-# Throughput on N workers over N x throughput on 1, steady-state steps only.
+# Throughput on N workers over N x throughput on 1, steady-state steps only. The one worker runs with the
+# two workers' backend, so on the same kind of device.
 
 # %%
-one = launch(case1.train, (case1.Options.fixed(), None, 1), world_size=1, threads=1)
+one = launch(case1.train, (case1.Options.fixed(), None, 1), world_size=1, backend=where.backend, threads=1)
 thr1, thr2 = case1.throughput(one), case1.throughput(runs["fixed, full epoch"])
 
 # %%
@@ -135,7 +142,7 @@ print(f"with heads {with_heads / 1e9:.3f} GB, without {no_heads / 1e9:.3f} GB pe
 
 # %%
 sizes = allreduce.default_sizes(256 * 1024, 32 * 2**20)
-rows = allreduce.summarize(launch(allreduce.allreduce_sweep, (sizes, 6), world_size=2, threads=1))
+rows = allreduce.summarize(launch(allreduce.allreduce_sweep, (sizes, 6), world_size=where.world_size, threads=1))
 fit = allreduce.fit_latency_bandwidth(rows)
 
 # %%
@@ -144,8 +151,9 @@ links = {"PCIe, no P2P (SHM)": 10e9, "PCIe, pessimistic": 5e9, "PCIe, optimistic
 for name, bw in links.items():
     print(f"{name:20s} busbw {bw / 1e9:4.0f} GB/s: {case1.allreduce_time(with_heads, bw, 50e-6) * 1e3:6.0f} ms "
           f"with heads, {case1.allreduce_time(no_heads, bw, 50e-6) * 1e3:6.0f} ms without")
-print(f"this CPU's gloo (measured, fit): {allreduce.predict_time(no_heads, fit) * 1e3:.0f} ms for the same bytes")
-plots.bandwidth([("gloo, 2 CPU workers (measured here)", rows, fit)])
+here = "this CPU's gloo" if where.backend == "gloo" else "these GPUs' NCCL"
+print(f"{here} (measured, fit): {allreduce.predict_time(no_heads, fit) * 1e3:.0f} ms for the same bytes")
+plots.bandwidth([(f"{where.describe()} (measured here)", rows, fit)])
 
 # %% [markdown]
 # **Per-step compute.** The post gives 105 s per epoch on one GPU but not its batch size. Assume batch 32:
@@ -158,11 +166,11 @@ plots.bandwidth([("gloo, 2 CPU workers (measured here)", rows, fit)])
 # NBVAL_IGNORE_OUTPUT
 for name in ("case1-h200-broken", "case1-h200-fixed", "case1-h200-fixed-bf16"):
     try:
-        rec = records.load(name)
+        rec = records.stored_or_live(name, case1.rerun, solo)
     except records.RecordError:
         print(f"{name}: not recorded yet"); continue
     row = rec["results"]["per_rank"][0]
-    print(f"{name} (recorded; {records.describe_machine(rec)}): step {row['step_time'] * 1e3:.0f} ms, "
+    print(f"{name} ({'live' if rec.get('live') else 'recorded'}; {records.describe_machine(rec)}): step {row['step_time'] * 1e3:.0f} ms, "
           f"backward {row['backward'] * 1e3:.0f} ms, data wait {row['data'] * 1e3:.0f} ms; "
           f"x1.9 for a 3090 (modelled): {row['step_time'] * 1.9e3:.0f} ms")
 
@@ -177,11 +185,18 @@ for name in ("case1-h200-broken", "case1-h200-fixed", "case1-h200-fixed-bf16"):
 # and a per-step cost on every rank that does not shrink with the data (`find_unused_parameters=True`'s
 # graph walk, the heads' all-reduced bytes). The recorded data wait above is the number to check first.
 #
-# ## Two GPUs (a separate recording)
-# The multi-GPU recording is a later issue. When `data/runs/case1-h200x2-*.json` exist they show here:
+# ## Two GPUs (live where two are visible, else a separate recording)
+# Where this machine has two GPUs, the recorded one-GPU runs `case1-h200-broken` and `-fixed` are made again
+# on two, live (M3AE size, NCCL, one GPU per rank). Elsewhere the multi-GPU recording is a later issue:
+# when `data/runs/case1-h200x2-*.json` exist they show here.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+if where.backend == "nccl":
+    for name in ("case1-h200-broken", "case1-h200-fixed"):
+        rec = records.stored_or_live(name, case1.rerun, where)
+        print(f"{name} on {where.describe()}, live: {[round(r['step_time'] * 1e3) for r in rec['results']['per_rank']]} "
+              f"ms per step, data wait {[round(r['data'] * 1e3) for r in rec['results']['per_rank']]} ms")
 found = sorted(glob.glob(str(records.RUNS_DIR / "case1-h200x2-*.json")))
 for path in found:
     rec = records.load(path)

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from ddp_lessons import case2, launch, records
+from ddp_lessons import case2, launch, place, records
 from ddp_lessons.case2.exercises import check
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
@@ -26,13 +26,23 @@ opts = case2.Options(epochs=3)
 print(opts)
 
 # %% [markdown]
-# The post's `training_step` calls `pynvml.nvmlInit()` on every step. This machine has no NVIDIA driver, so here is what that call raises:
+# The post ran three DDP workers. Where three ranks run on this machine: NCCL with one GPU each where three
+# GPUs are visible, else gloo on the CPU. Every run below, the one-device baseline included, uses that
+# device (`where.accelerator`, Lightning's word for it), so the comparison is like for like:
+
+# %%
+where = place(3)  # the case's three ranks
+solo = place(1)   # the recorded one-GPU run at the end, made again live where a GPU is visible
+print(where.describe())
+
+# %% [markdown]
+# The post's `training_step` calls `pynvml.nvmlInit()` on every step. Without an NVIDIA driver that call raises; here is what it gives on this machine (None: NVML works):
 
 # %%
 print(case2.nvml_error())
 
 # %% [markdown]
-# So for the live CPU runs the NVML block is switched off by its option (`nvml="off"`); its cost on a GPU comes from a recorded run (notebook 05). Everything else is as posted.
+# Where NVML raises, the live runs switch the NVML block off by its option (`nvml="off"`); its cost on a GPU comes from a recorded run (notebook 05). Everything else is as posted.
 
 # %%
 if case2.nvml_error() is not None:
@@ -41,20 +51,24 @@ print(opts.nvml, opts.batch_size, opts.size, opts.accumulate, case2.param_count(
 
 # %% [markdown]
 # ## One device
-# The baseline: one process, `devices=1`, in this kernel.
+# The baseline: one process, `devices=1`, on the device the three workers use. On a CPU it runs in this
+# kernel; on a GPU in one launched process, so that this kernel never touches CUDA (`ddp_notebook` below forks it).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-one = case2.fit_here(opts, devices=1, timed=False)
+if where.device == "cpu":
+    one = case2.fit_here(opts, devices=1, timed=False)
+else:
+    one = launch(case2.fit_here, (opts,), dict(devices=1, accelerator="gpu", timed=False), world_size=1, backend="nccl")[0]
 print(f"1 device: {one['wall']:.2f} s for {opts.epochs} epochs, {one['optimizer_steps']} optimizer steps")
 
 # %% [markdown]
 # ## Three workers through the launcher
-# `launch` starts three processes, sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT` and initialises `torch.distributed` (gloo). Each worker (`case2.fit_worker`) then builds `Trainer(accelerator='cpu', devices=3, num_nodes=1, strategy=DDPStrategy(...))`.
+# `launch` starts three processes, sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT` and initialises `torch.distributed` (as placed above). Each worker (`case2.fit_worker`) then builds `Trainer(accelerator=where.accelerator, devices=3, num_nodes=1, strategy=DDPStrategy(...))`; an accelerator that contradicts the process group (`'cpu'` on NCCL, `'gpu'` on gloo) is refused.
 
 # %%
 t0 = time.perf_counter()
-ranks = launch(case2.fit_worker, (opts,), world_size=3, timeout=240)
+ranks = launch(case2.fit_worker, (opts, where.accelerator), world_size=where.world_size, timeout=240)
 helper_total = time.perf_counter() - t0
 for r in ranks:
     print(f"rank {r['rank']}: launched by this kernel: {r['ppid'] == os.getpid()}, "
@@ -76,7 +90,7 @@ print("samples per rank (DistributedSampler pads 5,000 to a multiple of 3):", -(
 # %%
 # NBVAL_IGNORE_OUTPUT
 t0 = time.perf_counter()
-nb = case2.fit_here(opts, devices=3, strategy="ddp_notebook", timed=False)
+nb = case2.fit_here(opts, devices=where.world_size, strategy="ddp_notebook", accelerator=where.accelerator, timed=False)
 nb_total = time.perf_counter() - t0
 print(f"ddp_notebook: {nb_total:.2f} s in all")
 
@@ -99,13 +113,13 @@ print("one device wins against three launched workers, start-up included:", one[
 # The effect the asker saw reproduces on CPUs against the launched run: its total is dominated by starting processes (spawn imports torch and Lightning three times on two cores). `ddp_notebook` forks instead and pays no imports; against it the result is close to a tie, sometimes one way, sometimes the other (compare the two lines above, and rerun): three forked workers split the posted test's per-epoch work (every sample drawn with `torch.randn`, all 5,000 validated) while sharing two cores. It only works in a kernel that never touched CUDA, and its workers' results stay in the workers. A real GPU run pays what the CPU one does not: a process per GPU, CUDA start-up, NVML in every step. Notebook 05 takes the time apart.
 #
 # ## Recorded on a GPU
-# The same posted test (NVML block on, batch 256) recorded on one GPU, if the record exists:
+# The same posted test (NVML block on, batch 256) recorded on one GPU, if the record exists; where this machine has a GPU, made again on it, live:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from ddp_lessons.timing import median_step
 try:
-    rec = records.load("case2-h200-posted")
+    rec = records.stored_or_live("case2-h200-posted", case2.rerun, solo)
     label = records.describe_machine(rec) + ("" if rec["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)")
     r = rec["results"]["lightning"][0]
     print(label)

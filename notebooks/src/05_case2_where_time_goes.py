@@ -14,19 +14,24 @@ import time
 
 import torch
 
-from ddp_lessons import allreduce, case2, launch, plots, records
+from ddp_lessons import allreduce, case2, launch, place, plots, records
 from ddp_lessons.case2.exercises import check
 from ddp_lessons.timing import median_step
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets
 opts = case2.Options(epochs=2, nvml="off" if case2.nvml_error() else "step")
 
+# %%
+where = place(3)  # the case's three ranks: NCCL with a GPU each where three are visible, else gloo on the CPU
+solo = place(1)   # the recorded one-GPU runs at the end, made again live where a GPU is visible
+print(where.describe())
+
 # %% [markdown]
 # `case2_timing.StepTimerCallback` marks `on_train_batch_start`, `on_before_backward`, `on_after_backward`, `on_before_optimizer_step` and `on_train_batch_end`; `timed_strategy(cb)` is `DDPStrategy(ddp_comm_state=cb.timer, ddp_comm_hook=timed_comm_hook)`, the timer's hook around torch's `allreduce_hook` (with one change: Lightning registers comm hooks only on CUDA, so the subclass registers it on CPUs too). Three timed workers:
 
 # %%
 t0 = time.perf_counter()
-ranks = launch(case2.fit_worker, (opts,), world_size=3, timeout=240)
+ranks = launch(case2.fit_worker, (opts, where.accelerator), world_size=where.world_size, timeout=240)
 total = time.perf_counter() - t0
 steps = ranks[0]["times"]["steps"]
 print("all-reduces per micro-step, rank 0, epoch 1:", [s["allreduce_calls"] for s in steps[:7]])
@@ -36,7 +41,7 @@ print("bytes per all-reduce:", {s["allreduce_bytes"] for s in steps if s["allred
 # Seven micro-steps per rank and epoch (1,667 samples in batches of 256): Lightning wraps the first two of every three in DDP's `no_sync`, and steps on the epoch's last batch anyway, so 0, 0, 1, 0, 0, 1, 1. Per step, per rank:
 
 # %%
-plots.step_breakdown([r["times"] for r in ranks], title="posted test, 3 workers (gloo, 2 cores)", skip=2)
+plots.step_breakdown([r["times"] for r in ranks], title=f"posted test, {where.describe()}", skip=2)
 
 # %% [markdown]
 # ## The whole run, taken apart (rank 0)
@@ -61,10 +66,10 @@ print("starting the processes costs more than every all-reduce of the run togeth
 # The same three workers' all-reduce, alone, over message sizes around 0.5 MB:
 
 # %%
-sweep = launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=3, timeout=120)
+sweep = launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=where.world_size, timeout=120)
 rows = allreduce.summarize(sweep)
 fit = allreduce.fit_latency_bandwidth(rows)
-plots.bandwidth([("gloo, 3 ranks, 2 cores", rows, fit)])
+plots.bandwidth([(where.describe(), rows, fit)])
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -91,13 +96,13 @@ print(f"randn per item: {randn_s * 1e3:.1f} ms per epoch; tensors: {tensor_s * 1
 # %%
 # NBVAL_IGNORE_OUTPUT
 short = opts.replace(epochs=1, val_every=0)
-logged = median_step(case2.fit_here(short)["times"], skip=2)["forward"]
-rare = median_step(case2.fit_here(short.replace(log_every_step=False))["times"], skip=2)["forward"]
+logged = median_step(case2.fit_here(short, accelerator=where.accelerator)["times"], skip=2)["forward"]
+rare = median_step(case2.fit_here(short.replace(log_every_step=False), accelerator=where.accelerator)["times"], skip=2)["forward"]
 print(f"training_step with self.log every step: {logged * 1e3:.2f} ms; every 50th: {rare * 1e3:.2f} ms")
 
 # %% [markdown]
 # ## NVML in every step
-# Here NVML raises (below); the cost of the post's block on a GPU machine comes from the record, labelled with its hardware.
+# Where NVML raises (below: None where it works), the cost of the post's block on a GPU machine comes from the record, labelled with its hardware; where this machine has a GPU, it is measured again, live.
 
 # %%
 print(case2.nvml_error())
@@ -105,19 +110,19 @@ print(case2.nvml_error())
 # %%
 # NBVAL_IGNORE_OUTPUT
 try:
-    rec = records.load("case2-h200-nvml")
+    rec = records.stored_or_live("case2-h200-nvml", case2.rerun, solo)
     print(records.describe_machine(rec) + ("" if rec["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)"))
     res = rec["results"]
     print(res["error"] or f"the post's NVML block alone: {res['per_call'] * 1e3:.2f} ms per call (median of {len(res['times'])}), "
           f"once per micro-step: 7 per epoch on each of 3 ranks")
-    fit_rec = records.load("case2-h200-posted")["results"]["lightning"][0]
-    print(f"inside the recorded one-GPU fit of the posted test: {fit_rec['nvml_calls']} NVML blocks, "
+    fit_rec = records.stored_or_live("case2-h200-posted", case2.rerun, solo)["results"]["lightning"][0]
+    print(f"inside the {'live' if solo.backend == 'nccl' else 'recorded'} one-GPU fit of the posted test: {fit_rec['nvml_calls']} NVML blocks, "
           f"{fit_rec['optimizer_steps']} optimizer steps, {fit_rec['wall']:.2f} s for the whole fit")
 except records.RecordError as exc:
     print(exc)
 
 # %% [markdown]
-# Read the two recorded lines together: alone, the block costs more per call than a whole step of this
+# Read the two lines together: alone, the block costs more per call than a whole step of this
 # model computes; inside the fit, 100 blocks and everything else took less than 100 standalone calls would,
 # so the standalone figure is an upper bound for this script (why the block costs less inside the fit was
 # not measured). Either way it is a host cost paid on every rank in every step, for a number nobody needs

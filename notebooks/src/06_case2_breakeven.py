@@ -14,7 +14,7 @@ import time
 import ipywidgets as widgets
 import torch
 
-from ddp_lessons import allreduce, case2, launch, records
+from ddp_lessons import allreduce, case2, launch, place, records
 from ddp_lessons.case2 import plain
 from ddp_lessons.case2.breakeven import Costs, breakeven, fit_compute, predict, table
 from ddp_lessons.case2.exercises import check
@@ -25,27 +25,40 @@ fixed = case2.Options.fixed(epochs=2)
 print(fixed)
 
 # %% [markdown]
+# The measured part runs on 2 workers, the modelled answer is for the post's 3. Where each runs here (NCCL
+# with a GPU each where enough GPUs are visible, else gloo on the CPU), and where the recorded one-GPU sweep
+# is made again live (on a GPU, if any):
+
+# %%
+where = place(2)   # the measured 1-against-2 runs
+where3 = place(3)  # the post's three workers: the all-reduce of the modelled answer
+solo = place(1)    # the recorded one-GPU compute sweep
+print(where.describe())
+print(where3.describe())
+
+# %% [markdown]
 # ## Measured costs on this machine
-# Compute per step at three widths (plain loop, one process), then the all-reduce on 2 workers:
+# Compute per step at three widths (plain loop, one process, on the 2 workers' device), then the all-reduce on 2 workers:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-sweep = plain.compute_sweep(fixed, [64, 256, 1024], steps=15)
+sweep = plain.compute_sweep(fixed, [64, 256, 1024], where.accelerator, steps=15)
 c0, k = fit_compute([(r["batch"], r["params"], r["compute"]) for r in sweep])
-ar = allreduce.summarize(launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=2))
+ar = allreduce.summarize(launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=where.world_size))
 fit = allreduce.fit_latency_bandwidth(ar)
 print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.2f} ps x batch x params; all-reduce {fit['latency'] * 1e3:.2f} ms + bytes / {fit['bandwidth'] / 1e9:.2f} GB/s")
 
 # %% [markdown]
 # ## The fixed test: 1 against 2 workers, in Lightning and in plain PyTorch
-# Data made once as tensors, no NVML, logging every 50 steps, no validation pass every epoch, the loss shape fixed, a wider model (1024):
+# Data made once as tensors, no NVML, logging every 50 steps, no validation pass every epoch, the loss shape fixed, a wider model (1024).
+# The one-worker runs use the two workers' device (`where.accelerator`), so each pair is like for like:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 big = fixed.replace(width=1024)
-one_l, one_p = case2.fit_here(big), plain.plain_fit(big)
-two_l = launch(case2.fit_worker, (big,), world_size=2, timeout=240)
-two_p = launch(plain.plain_fit, (big,), world_size=2, timeout=120)
+one_l, one_p = case2.fit_here(big, accelerator=where.accelerator), plain.plain_fit(big, where.accelerator)
+two_l = launch(case2.fit_worker, (big, where.accelerator), world_size=where.world_size, timeout=240)
+two_p = launch(plain.plain_fit, (big, where.accelerator), world_size=where.world_size, timeout=120)
 for name, a, b in [("Lightning", one_l, two_l), ("plain", one_p, two_p)]:
     s = a["wall"] / max(r["wall"] for r in b)
     print(f"{name:9s}: 1 worker {a['wall']:.2f} s, 2 workers {max(r['wall'] for r in b):.2f} s: speedup {s:.2f}, efficiency {s / 2:.0%}")
@@ -60,27 +73,39 @@ print(f"per step: Lightning {lstep * 1e3:.2f} ms, plain {pstep * 1e3:.2f} ms: Li
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-costs = Costs(c0=c0, k=k, step_fixed=max(lstep - pstep, 0.0), latency=fit["latency"],
-              bandwidth=fit["bandwidth"], slowdown={2: 2.0, 3: 3.0}, source="this machine")
+shared = where.device == "cpu"  # workers on shared cores each run slower; on GPUs each has its own device
+costs = Costs(c0=c0, k=k, step_fixed=max(lstep - pstep, 0.0), latency=fit["latency"], bandwidth=fit["bandwidth"],
+              slowdown={2: 2.0, 3: 3.0} if shared else {}, source="this machine")
 rows = table(costs, "width", [64, 256, 1024, 4096], world_size=2, **{"epochs": 2})
-print("break-even width on 2 CPU workers:", breakeven(costs, "width", [64, 256, 1024, 4096, 16384], world_size=2))
+print(f"break-even width on 2 {'CPU' if shared else 'GPU'} workers:", breakeven(costs, "width", [64, 256, 1024, 4096, 16384], world_size=2))
 
 # %% [markdown]
 # With `slowdown` = world size (two workers on two cores each run at half speed) the compute is not divided, only moved; what the second worker can still save is the per-step fixed cost, against one all-reduce per step. Compare the predicted break-even above with the measured speedups of the previous cells. On GPUs each worker has its own device (no slowdown).
 #
 # ## The modelled 3-GPU answer
-# GPU compute from the recorded single-GPU sweep; the 3-GPU all-reduce has not been recorded, so an NVLink all-reduce is assumed (30 µs + bytes / 100 GB/s), labelled as an assumption:
+# GPU compute from the recorded single-GPU sweep (made again live where this machine has a GPU). The 3-GPU
+# all-reduce is measured live where three GPUs are visible; elsewhere it has not been recorded, so an NVLink
+# all-reduce is assumed (30 µs + bytes / 100 GB/s), labelled as an assumption:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 try:
-    rec = records.load("case2-h200-sweep")
+    rec = records.stored_or_live("case2-h200-sweep", case2.rerun, solo)
     gpu_label = records.describe_machine(rec) + ("" if rec["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)")
     g0, gk = fit_compute([(r["batch"], r["params"], r["compute"]) for r in rec["results"]["rows"]])
 except records.RecordError as exc:
     gpu_label, g0, gk = f"no record ({exc})", 1e-3, 1e-13
-gpu = Costs(c0=g0, k=gk, latency=30e-6, bandwidth=100e9, source="assumed all-reduce")
 print(gpu_label)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+if where3.backend == "nccl":  # three GPUs here: their all-reduce, measured, replaces the assumption
+    ar3 = allreduce.summarize(launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 64 * 2**20), 20), world_size=where3.world_size))
+    link = allreduce.fit_latency_bandwidth(ar3)
+    gpu = Costs(c0=g0, k=gk, latency=link["latency"], bandwidth=link["bandwidth"], source="all-reduce measured live")
+    print(f"{where3.describe()}: all-reduce {link['latency'] * 1e6:.0f} us + bytes / {link['bandwidth'] / 1e9:.0f} GB/s (measured live)")
+else:
+    gpu = Costs(c0=g0, k=gk, latency=30e-6, bandwidth=100e9, source="assumed all-reduce")
 print("break-even width on 3 GPUs (200 epochs, batch 256):", breakeven(gpu, "width", [256, 1024, 4096, 16384], epochs=200))
 
 # %%
@@ -114,7 +139,7 @@ print(predict(hand, world_size=3)["steps_per_epoch"], "steps per rank;", round(p
 # ## Summary
 # - DDP divides the steps by the number of workers and adds one all-reduce per synchronised step; it wins once the compute it saves outweighs the all-reduce, start-up and fixed costs.
 # - The posted test's fixed costs (validation every epoch, NVML and logging per step, data drawn per item, process start) are fixes of their own, each a named option of `case2.Options`.
-# - On two CPU cores the workers share the cores, so the measured scaling is bounded by them; the GPU answer is a model fed with recorded compute and an assumed all-reduce until the 3-GPU run is recorded.
+# - On two CPU cores the workers share the cores, so the measured scaling is bounded by them; the GPU answer is a model fed with recorded compute (live on a GPU machine) and an assumed all-reduce (measured live where three GPUs are visible) until the 3-GPU run is recorded.
 #
 # ## Exercises
 # 1. With `Costs(c0=2e-3, k=0, latency=1e-3, bandwidth=1e9)` and the posted sizes, what speedup does the predictor give 3 workers over 1? Work it out by hand, then `check("06.1", answer)`

@@ -13,14 +13,16 @@ The package the course's notebooks import, read from the ground floor up:
 
 Arrows point down: a case imports the ground floor, never the other way.
 
-The public API is below: `launch` and `run` start workers, `report_progress`
-feeds the notebook's progress line, and the errors say what went wrong.
+The public API is below: `place` says where a lesson's ranks run on this
+machine (NCCL with one GPU each, or gloo on the CPU), `launch` and `run`
+start workers, `report_progress` feeds the notebook's progress line, and
+the errors say what went wrong.
 """
 
-from .launcher import (CudaForkError, LaunchConfigError, LaunchError, NotebookWorkerError,
-                       WorkerFailed, WorkerTimeout, launch, report_progress, run)
+from .launcher import (CudaForkError, LaunchConfigError, LaunchError, NotebookWorkerError, Placement,
+                       WorkerFailed, WorkerTimeout, launch, place, report_progress, run)
 
 __version__ = "0.1.0"
 
-__all__ = ["launch", "run", "report_progress", "LaunchError", "LaunchConfigError",
+__all__ = ["launch", "run", "place", "Placement", "report_progress", "LaunchError", "LaunchConfigError",
            "NotebookWorkerError", "CudaForkError", "WorkerFailed", "WorkerTimeout"]

@@ -169,8 +169,25 @@ def list_records(kind: str | None = None, runs_dir=RUNS_DIR) -> list[str]:
 
 
 def describe_machine(rec: dict) -> str:
-    """One line naming the hardware and versions a record was made on."""
+    """One line naming the hardware and versions a record was made on
+    (ending 'measured live in this run' for one `stored_or_live` made here)."""
     m = rec["machine"]
     dev = f"{len(m['gpus'])}x {m['gpus'][0]}" if m.get("gpus") else f"{m.get('cpu_affinity') or m['cpu_count']} CPU cores ({m.get('cpu_model')})"
     extra = f", NCCL {m['nccl']}, driver {m['driver']}" if m.get("nccl") else ""
-    return f"{dev}; torch {m['torch']}{extra}; Python {m['python']}; recorded {rec['created'][:10]}"
+    when = "measured live in this run" if rec.get("live") else f"recorded {rec['created'][:10]}"
+    return f"{dev}; torch {m['torch']}{extra}; Python {m['python']}; {when}"
+
+
+def stored_or_live(name: str, rerun, where, runs_dir=RUNS_DIR) -> dict:
+    """The record `name`; or, where `where` (a `ddp_lessons.Placement`) runs on
+    NCCL, the same run made live on this machine's GPUs: `rerun(record, where)`
+    returns the new record, marked `live` and `rerun_of` name (never saved).
+    The notebooks show a recorded GPU figure through this, so a GPU box
+    measures it and a CPU-only one shows the record. Defined in notebook 00_first_launch.
+    """
+    rec = load(name, runs_dir)
+    if where.backend != "nccl":
+        return rec
+    live = rerun(rec, where)
+    live.update(live=True, rerun_of=name)
+    return live

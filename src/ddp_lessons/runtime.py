@@ -59,17 +59,54 @@ def device() -> torch.device:
     return torch.device("cpu")
 
 
+def choose_backend(local_world_size: int, gpus: int) -> str:
+    """NCCL when each of this node's ranks can have a GPU of its own, else gloo.
+
+    The rule of `ddp_lessons.place` (kept here too: this module imports
+    nothing from the package), for ranks that torchrun started.
+    """
+    return "nccl" if 0 < local_world_size <= gpus else "gloo"
+
+
+def accelerator_for(backend: str | None, asked: str | None = None) -> str:
+    """Lightning's word ("gpu" | "cpu") for the device a rank of `backend` uses.
+
+    `backend` None (no process group): `asked`, default "cpu". `asked` that
+    contradicts the group (cpu under NCCL, gpu under gloo) is refused with a
+    one-line ValueError: a worker must run where its process group is.
+    """
+    if asked not in (None, "cpu", "gpu"):
+        raise ValueError(f"accelerator={asked!r}: use 'cpu', 'gpu', or None to follow the process group")
+    if backend is None:
+        return asked or "cpu"
+    have = "gpu" if backend == "nccl" else "cpu"
+    if asked not in (None, have):
+        raise ValueError(f"accelerator={asked!r} contradicts the process group's backend {backend!r} "
+                         f"(its ranks run on {'one GPU each' if have == 'gpu' else 'the CPU'}): pass "
+                         f"accelerator={have!r}, or None to follow the group (a Placement's .accelerator)")
+    return have
+
+
+def accelerator(asked: str | None = None) -> str:
+    """This rank's device in Lightning's word: "gpu" under NCCL, else "cpu" (see `accelerator_for`)."""
+    return accelerator_for(dist.get_backend() if dist.is_initialized() else None, asked)
+
+
 def init_from_env(backend: str | None = None, timeout_s: float = 600.0) -> None:
-    """Join the process group that torchrun describes in the environment."""
+    """Join the process group that torchrun describes in the environment.
+
+    `backend=None`: NCCL with GPU LOCAL_RANK when LOCAL_WORLD_SIZE GPUs are
+    visible, else gloo on the CPU (as `launch` chooses).
+    """
     if dist.is_initialized():
         return
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
     if backend is None:
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        backend = choose_backend(local_world, torch.cuda.device_count())
     kwargs = {}
     if backend == "nccl":
         torch.cuda.set_device(local_rank())
         kwargs["device_id"] = torch.device("cuda", local_rank())
     # As under launch: the cores divided among the ranks of this node.
-    threads = threads_per_rank(cpu_count(), int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads_per_rank(cpu_count(), local_world))
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s), **kwargs)

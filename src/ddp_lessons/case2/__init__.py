@@ -5,7 +5,8 @@ options -> model (the posted MLP, data, loss) -> lightning (the posted test:
 `fit_here` in this process, `fit_worker` under `launch` or torchrun) ;
 timing (the callback and comm hook that time Lightning's steps) ; nvml (the
 post's per-step NVML block) ; plain (the same workload without Lightning) ;
-breakeven (from which size on N workers win) ; exercises ; cli.
+breakeven (from which size on N workers win) ; replay (a recorded GPU run
+made again on this machine's GPU: `rerun`) ; exercises ; cli.
 Lightning itself is imported only when a fit runs.
 """
 
@@ -13,7 +14,8 @@ from .lightning import fit_here, fit_worker, make_trainer, memory_logger, quiet
 from .model import D_IN, grad_bytes, loss_fn, make_dataset, mlp, param_count
 from .nvml import nvml_cost, nvml_error, nvml_utilisation
 from .options import Options
+from .replay import rerun
 
 __all__ = ["Options", "fit_here", "fit_worker", "make_trainer", "memory_logger", "quiet",
            "D_IN", "mlp", "param_count", "grad_bytes", "make_dataset", "loss_fn",
-           "nvml_cost", "nvml_error", "nvml_utilisation"]
+           "nvml_cost", "nvml_error", "nvml_utilisation", "rerun"]

@@ -34,7 +34,7 @@ def _options(args) -> Options:
 
 
 def _run_mode(args, opts):
-    acc = args.accelerator
+    acc = args.accelerator  # None: workers follow their process group; one process runs on the CPU
     if args.mode == "nvml":
         return nvml_cost(args.repeats)
     if args.mode == "sweep":
@@ -44,7 +44,7 @@ def _run_mode(args, opts):
         if out["lightning"] is not None and args.mode == "fixed":
             out["plain"] = cmdline.run_workers(args, plain_fit, (opts, acc))
         return None if out["lightning"] is None else out
-    out = {"lightning": [fit_here(opts, 1, accelerator=acc)]}
+    out = {"lightning": [fit_here(opts, 1, accelerator=acc or "cpu")]}
     if args.mode == "fixed":
         out["plain"] = [plain_fit(opts, acc)]
     return out
@@ -76,7 +76,9 @@ def cli_command(p):
     """
     cmdline.common(p)
     p.add_argument("--mode", choices=MODES, default="posted")
-    p.add_argument("--accelerator", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument("--accelerator", choices=["cpu", "gpu"], default=None,
+                   help="default: with --launch, the workers' process group decides (gpu under NCCL); "
+                        "in one process, cpu")
     p.add_argument("--launch", action="store_true", help="run on --nproc workers (default: one process)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                    type=Options.override_arg,
@@ -100,6 +102,8 @@ def cli_command(p):
             return  # a torchrun rank other than 0
         _print(args, res)
         config = {"mode": args.mode, "accelerator": args.accelerator, "launch": args.launch,
-                  "options": dataclasses.asdict(opts)}
-        cmdline.save_record(args, "case2", config, res, backend=args.backend or ("nccl" if args.accelerator == "gpu" and args.launch else None))
+                  "options": dataclasses.asdict(opts), "steps": args.steps, "widths": args.widths,
+                  "repeats": args.repeats}  # what case2.rerun needs to make the run again
+        ran = res.get("lightning", [{}])[0].get("accelerator") if args.launch else None
+        cmdline.save_record(args, "case2", config, res, backend=args.backend or ("nccl" if ran == "gpu" else None))
     return run

@@ -162,16 +162,19 @@ def fit_here(opts: Options, devices: int = 1, strategy="auto", accelerator="cpu"
         return _fit(opts, trainer, cb)
 
 
-def fit_worker(opts: Options, accelerator: str = "cpu", timed: bool = True) -> dict:
+def fit_worker(opts: Options, accelerator: str | None = None, timed: bool = True) -> dict:
     """Worker for `launch`/torchrun: one rank of a Lightning DDP fit.
 
     The launcher has set RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
     and initialised torch.distributed: LOCAL_RANK makes Lightning's
     LightningEnvironment report `creates_processes_externally`, so it starts no
     process, and the already-initialised group is reused, not created again.
+    `accelerator`: None follows the process group (gpu under NCCL, cpu under
+    gloo); one that contradicts it is refused (ValueError), not run elsewhere.
     """
     import torch.distributed as dist
 
+    accelerator = runtime.accelerator(accelerator)  # before Lightning's import: refuse at once
     from .timing import StepTimerCallback, timed_strategy  # imports Lightning: only where a fit runs
     group_before = dist.distributed_c10d._get_default_group() if dist.is_initialized() else None
     dev = "cuda" if accelerator == "gpu" else "cpu"
@@ -181,7 +184,7 @@ def fit_worker(opts: Options, accelerator: str = "cpu", timed: bool = True) -> d
         trainer = make_trainer(opts, accelerator, runtime.world_size(), strategy, [cb])
         env = trainer.strategy.cluster_environment
         out = _fit(opts, trainer, cb)
-    out.update(external=env.creates_processes_externally,
+    out.update(external=env.creates_processes_externally, accelerator=accelerator,
                same_group=group_before is not None and dist.distributed_c10d._get_default_group() is group_before,
                children=_child_processes())
     return out

@@ -12,24 +12,28 @@ import time
 
 import torch
 
+from .. import runtime
 from ..common import wrap_ddp
 from ..timing import StepTimer, median_step
 from .model import loss_fn, make_dataset, mlp, param_count
 from .options import Options
 
 
-def plain_fit(opts, accelerator: str = "cpu", steps: int | None = None) -> dict:
+def plain_fit(opts, accelerator: str | None = None, steps: int | None = None) -> dict:
     """The fixed test's training loop in plain PyTorch, timed by StepTimer.
 
     Runs alone (one process, no DDP) or as a launched worker (DDP on every
     rank, a DistributedSampler). Same model, data, batch, optimizer as
     `case2.fit_here(opts)`: what is left of the difference per step is
     Lightning's own work. Returns wall time, counts and per-step times.
+    `accelerator`: as a worker, None follows the process group and one that
+    contradicts it is refused (ValueError); alone, None means the CPU.
     """
     import torch.distributed as dist
     from torch.utils.data import DataLoader, DistributedSampler
 
-    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if accelerator == "gpu" else torch.device("cpu")
+    accelerator = runtime.accelerator(accelerator)
+    dev = torch.device("cuda", runtime.local_rank()) if accelerator == "gpu" else torch.device("cpu")
     torch.manual_seed(opts.seed)
     model = mlp(opts.width, opts.depth).to(dev)
     ddp = dist.is_initialized() and dist.get_world_size() > 1
@@ -63,7 +67,7 @@ def plain_fit(opts, accelerator: str = "cpu", steps: int | None = None) -> dict:
             "times": timer.result()}
 
 
-def compute_sweep(opts: Options, widths, accelerator="cpu", steps=30) -> list[dict]:
+def compute_sweep(opts: Options, widths, accelerator: str | None = None, steps=30) -> list[dict]:
     """Plain-loop median step time (forward+backward+optimizer) at each width."""
     rows = []
     for w in widths:

@@ -1,6 +1,7 @@
 """Start workers from a notebook or a script and get their results back.
 
-checks (refusals before anything starts) -> parent (the run: processes,
+checks (refusals before anything starts) -> placement (where the ranks
+run: NCCL with one GPU each, or gloo on the CPU) -> parent (the run: processes,
 pipes, private directory, failure reports) -> child (what each worker
 process does) ; errors ; progress (the notebook widget) ; torchrun (`run`:
 the same worker under `launch` or `torchrun`).
@@ -11,7 +12,8 @@ from .child import report_progress
 from .errors import (CudaForkError, LaunchConfigError, LaunchError, NotebookWorkerError,
                      WorkerFailed, WorkerTimeout)
 from .parent import launch
+from .placement import Placement, place
 from .torchrun import run
 
-__all__ = ["launch", "run", "report_progress", "visible_gpus", "LaunchError", "LaunchConfigError",
+__all__ = ["launch", "run", "place", "Placement", "report_progress", "visible_gpus", "LaunchError", "LaunchConfigError",
            "NotebookWorkerError", "CudaForkError", "WorkerFailed", "WorkerTimeout"]

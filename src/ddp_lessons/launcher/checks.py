@@ -24,23 +24,29 @@ def visible_gpus(start_method: str = "spawn") -> int:
     if start_method == "fork" and not torch.cuda.is_initialized():
         count = getattr(torch.cuda, "_device_count_nvml", lambda: -1)()
         return max(count, 0)  # NVML query: leaves this process fork-safe
+    # torch asks NVML first here too, and starts the CUDA driver (which would
+    # stop a later fork) only where NVML cannot answer.
     return torch.cuda.device_count()
 
 
-def resolve_backend(backend, world_size, start_method):
+def resolve_backend(backend, world_size, gpus):
+    """The backend for `world_size` ranks with `gpus` visible (see `placement.place`).
+
+    None: NCCL when every rank can have a GPU of its own, else gloo. An
+    explicit backend is honoured, or refused when it cannot work.
+    """
     if backend is None:
-        backend = "nccl" if visible_gpus(start_method) > 0 else "gloo"
+        return "nccl" if 0 < world_size <= gpus else "gloo"
     if backend not in ("gloo", "nccl"):
         raise LaunchConfigError(f"backend={backend!r} is not supported: use 'gloo' (CPUs) or 'nccl' (GPUs), or None to choose")
     if backend == "nccl":
-        n = visible_gpus(start_method)
-        if n == 0:
+        if gpus == 0:
             raise LaunchConfigError("backend='nccl' needs GPUs and none is visible: use backend='gloo' "
                                     "(or None) to run on CPUs")
-        if world_size > n:
+        if world_size > gpus:
             raise LaunchConfigError(
                 f"world_size={world_size} needs {world_size} GPUs with NCCL (one per rank) "
-                f"but {n} visible: use world_size<={n}, or backend='gloo' to run on CPUs")
+                f"but {gpus} visible: use world_size<={gpus}, or backend='gloo' to run on CPUs")
     return backend
 
 

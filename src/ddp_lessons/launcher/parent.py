@@ -24,9 +24,9 @@ from multiprocessing.connection import wait as wait_any
 
 from ..runtime import cpu_count, threads_per_rank
 from . import child as _worker
-from .checks import (check_fork, check_spawnable, check_start_method, check_timeout,
-                     check_world_size, resolve_backend)
+from .checks import check_fork, check_spawnable, check_start_method, check_timeout, check_world_size
 from .errors import WorkerFailed, WorkerTimeout
+from .placement import place
 from .progress import make_progress
 
 GRACE_S = 1.0        # after a first failure, how long peers get to report theirs
@@ -53,7 +53,8 @@ def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = 
     """Run `fn(*args, **kwargs)` on `world_size` processes with torch.distributed initialised.
 
     Returns the list of every rank's return value, in rank order.
-    `backend`: None picks NCCL (one GPU per rank) when GPUs are visible, else gloo.
+    `backend`: None picks NCCL (one GPU per rank) when at least `world_size`
+    GPUs are visible, else gloo on the CPU: the rule of `place(world_size)`.
     `timeout`: seconds for the whole run; past it the run is stopped and
     `WorkerTimeout` names the ranks that did not finish (None: no deadline;
     a collective then still gives up after torch's default of 30 minutes).
@@ -67,7 +68,7 @@ def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = 
     check_timeout(timeout)
     check_start_method(start_method)
     check_fork(start_method)
-    backend = resolve_backend(backend, world_size, start_method)
+    backend = place(world_size, backend, start_method).backend
     kwargs = dict(kwargs or {})
     check_spawnable(fn, (args, kwargs), start_method)
     threads = threads or threads_per_rank(cpu_count(), world_size)
