@@ -63,7 +63,7 @@ def first_line(text) -> str:
     return lines[0] if lines else ""
 
 
-def run_one(name: str, timeout: int, from_source: bool, spec_dir: Path) -> dict:
+def run_one(name: str, timeout: int, from_source: bool, spec_dir: Path, keep: Path | None = None) -> dict:
     """Execute one notebook in a fresh kernel; its entry of the record."""
     nb = read(name, from_source)
     current = {"cell": None}
@@ -83,6 +83,8 @@ def run_one(name: str, timeout: int, from_source: bool, spec_dir: Path) -> dict:
     except DeadKernelError as exc:
         error = {"ename": "DeadKernelError", "evalue": first_line(exc)}
     seconds = time.monotonic() - t0
+    if keep is not None:  # the executed copy, to read what a machine printed (never the stored notebook)
+        nbformat.write(nb, keep / f"{name}.ipynb")
     if error is not None:
         i = current["cell"]
         error = {"cell": i, "source": first_line(nb.cells[i].source) if i is not None else None, **error}
@@ -98,13 +100,17 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     p.add_argument("--from-source", action="store_true",
                    help="execute notebooks/src/NN_name.py (read with jupytext) instead of the stored .ipynb")
+    p.add_argument("--keep-executed", metavar="DIR", type=Path,
+                   help="also write each executed notebook to DIR (for reading, not for committing)")
     args = p.parse_args(argv)
+    if args.keep_executed:
+        args.keep_executed.mkdir(parents=True, exist_ok=True)
     names = [Path(n).stem for n in args.only] or [q.stem for q in sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))]
     os.environ["DDP_LESSONS_PROGRESS"] = "0"  # the kernels inherit it: no live progress widgets
     entries = []
     with tempfile.TemporaryDirectory(prefix="ddp_lessons-kernel-") as spec_dir:
         for name in names:
-            entry = run_one(name, args.timeout, args.from_source, Path(spec_dir))
+            entry = run_one(name, args.timeout, args.from_source, Path(spec_dir), args.keep_executed)
             entries.append(entry)
             err = entry["error"]
             how = "passed" if entry["passed"] else f"FAILED at cell {err['cell']}: {err['ename']}: {err['evalue']}"

@@ -191,8 +191,8 @@ widgets.interact(show, run=list(runs), rank=widgets.IntSlider(0, 0, 1));
 
 # %% [markdown]
 # ## The same script on a GPU (recorded, or live on this machine's GPU)
-# The GPU figures below are a recorded run of the same code (`bash benchmarks/record_case1_gpu.sh`): the
-# M3AE-size model at 224 px, batch 32, one GPU (world size 1, NCCL), 30 steps. Where this machine has a
+# The GPU figures below are a recorded run of the same code (`python -m ddp_lessons case1 --nproc 1
+# --model m3ae --batch-size 32 --steps-limit 30 ...`, the record's config): the M3AE-size model at 224 px, batch 32, one GPU (world size 1, NCCL), 30 steps. Where this machine has a
 # GPU, `records.stored_or_live` makes the same run again on it (`solo`). The line above each names
 # the hardware it ran on, and whether it was recorded or measured live.
 

@@ -2,8 +2,8 @@
 
 `records.stored_or_live(name, rerun, where)` calls `rerun` where `where`
 runs on NCCL: the training run the record describes (its options, epochs and
-the M3AE-size dataset at 224 px, as `benchmarks/record_case1_gpu.sh` made
-it), on `where`'s ranks. Defined in notebook 01_case1_broken.
+the M3AE-size dataset at 224 px, as the record's `python -m ddp_lessons case1
+--model m3ae ...` run made it), on `where`'s ranks. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ def rerun(rec: dict, where) -> dict:
     if rec["kind"] != "case1":
         raise ValueError(f"case1.rerun reruns 'case1' records, not {rec['kind']!r}")
     c = rec["config"]
+    # Records made before options were checked wrote "--set evaluation=none" as None.
+    options = {k: ("none" if k == "evaluation" and v is None else v) for k, v in c["options"].items()}
     root = str(gpu_dataset()["root"])
-    out = launch(train, (c["options"], root, c["epochs"]), world_size=where.world_size,
+    out = launch(train, (options, root, c["epochs"]), world_size=where.world_size,
                  backend=where.backend, timeout=900)
     config = dict(c, data_root=root, world_size=where.world_size)
     return records.make_record("case1", config, {"ranks": out, "per_rank": per_rank(out)},
