@@ -15,6 +15,17 @@ import os
 import torch
 import torch.distributed as dist
 
+if dist.is_available():
+    # Imported before any process group exists, on purpose: the collectives of
+    # torch.distributed.nn.functional take `group=group.WORLD` as a default
+    # argument, evaluated at import. Imported after init_process_group (DDP's
+    # constructor imports torch._dynamo, which imports it), ten defaults hold the
+    # default group for the rest of the process, so destroy_process_group cannot
+    # free it: gloo's threads run on into interpreter exit, where one still
+    # finishing gather_object's work needs the GIL and aborts the rank
+    # ("terminate called without an active exception").
+    import torch.distributed.nn
+
 
 def cpu_count() -> int:
     """Cores this process may run on (respects taskset / container limits)."""
