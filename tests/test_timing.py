@@ -275,8 +275,10 @@ def test_validation_summary_of_a_synthetic_record():
     probe = {"env_set": {"TORCH_NCCL_ENABLE_TIMING": "1"}, "log": ["a line"],
              "worker": {"at_once": {"with_duration": 0, "entries": 5},
                         "after_sync_and_0.5s": {"with_duration": 5, "entries": 5, "dump_s": 0.002}}}
+    fr_kernels = {"entries": 30, "kernels": 30, "with_duration": 30,
+                  "256MB": {"ratio_median": 1.01, "within_10pct": 1.0}}
     rec = {"results": {"runs": {"main": {"world_size": 1, "summary": summary, "agreement": agreement,
-                                         "micro": {"ddp_logging_read_us": 4.0}}},
+                                         "fr_kernels": fr_kernels, "micro": {"ddp_logging_read_us": 4.0}}},
                        "probes": {"probe_timing_env": probe}}}
     rows = validation_summary(rec)
     over = {r["mode"]: r for r in rows if r["check"] == "overhead"}
@@ -287,6 +289,8 @@ def test_validation_summary_of_a_synthetic_record():
     fr = next(r for r in rows if r["check"] == "flight_recorder")
     assert (fr["with_duration_at_once"], fr["with_duration_after_wait"], fr["dump_ms"]) == (0, 5, 2.0)
     assert next(r for r in rows if r["check"] == "micro")["ddp_logging_read_us"] == 4.0
+    frk = next(r for r in rows if r["check"] == "fr_kernels")
+    assert frk["ratio_median"] == {"256MB": 1.01} and frk["within_10pct"] == {"256MB": 1.0}
 
 
 def test_profiler_kernels_are_paired_with_the_timers_buckets_in_order():

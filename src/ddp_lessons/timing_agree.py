@@ -94,6 +94,50 @@ def _ratios(what, timer_s, kernel_s) -> dict:
             f"{what}_within_10pct": sum(abs(x - 1) <= AGREE for x in r) / len(r) if r else None}
 
 
+def fr_vs_profiler(cfg, data, groups) -> dict:
+    """Flight-recorder durations against profiler kernel times, collective by
+    collective, on all-reduces big enough to time (4, 32, 256 MB). With AVG:
+    at world size 1 NCCL runs a kernel for it (a scaling), for SUM it runs none."""
+    from torch.profiler import ProfilerActivity, profile
+    dev, g = runtime.device(), groups["timed"]
+    g._enable_collectives_timing()
+    op = dist.ReduceOp.AVG if dev.type == "cuda" else dist.ReduceOp.SUM  # gloo has no AVG
+    sizes = (4, 32, 256) if dev.type == "cuda" else (1, 2, 4)  # MB; small on CPUs (a dry run)
+    bufs = {mb: torch.ones(mb << 18, device=dev) for mb in sizes}
+    for t in bufs.values():
+        dist.all_reduce(t, op=op, group=g)
+    sync(dev)
+    since = (time.time_ns(), time.monotonic_ns())
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        for t in bufs.values():
+            for _ in range(cfg.get("fr_kernel_reps", 10)):
+                dist.all_reduce(t, op=op, group=g)
+        sync(dev)
+    time.sleep(0.3)  # the watchdog fills durations every 100 ms
+    entries, _ = light.dump_flight_recorder()
+    ours = max(([e for e in entries if light.is_allreduce(e) and e.get("time_created_ns", 0) >= t0]
+                for t0 in since), key=len)
+    ours.sort(key=lambda e: e["time_created_ns"])
+    kernels = sorted(((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+                      if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda k: k[1])
+    out = {"op": str(op), "entries": len(ours), "kernels": len(kernels),
+           "with_duration": sum(e.get("duration_ms") is not None for e in ours),
+           "kernel_names": dict(collections.Counter(k[0][:80] for k in kernels).most_common(5))}
+    if not ours or len(kernels) != len(ours):
+        out["note"] = "flight-recorder entries and kernels not paired (counts differ or no entries)"
+        return out
+    reps = cfg.get("fr_kernel_reps", 10)
+    for i, mb in enumerate(bufs):
+        pairs = [(e.get("duration_ms"), (b - a) / 1e3) for e, (_, a, b) in
+                 zip(ours[i * reps:(i + 1) * reps], kernels[i * reps:(i + 1) * reps])]
+        r = [d / k for d, k in pairs if d is not None and k > 0]
+        out[f"{mb}MB"] = {"fr_ms": _med([d for d, _ in pairs]), "kernel_ms": _med([k for _, k in pairs]),
+                          "ratio_median": _med(r),
+                          "within_10pct": sum(abs(x - 1) <= AGREE for x in r) / len(r) if r else None}
+    return out
+
+
 def _med(xs):
     xs = [x for x in xs if isinstance(x, (int, float))]
     return statistics.median(xs) if xs else None

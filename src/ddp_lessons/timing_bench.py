@@ -139,7 +139,8 @@ def validate(cfg: dict) -> dict:
     groups = {"plain": None, "timed": dist.new_group(list(range(runtime.world_size())))}
     data = make_data(cfg, dev)
     run_rounds(cfg, data, groups, res)
-    for name, fn in (("agreement", timing_agree.profile_all), ("micro", timing_agree.micro)):
+    for name, fn in (("agreement", timing_agree.profile_all), ("fr_kernels", timing_agree.fr_vs_profiler),
+                     ("micro", timing_agree.micro)):
         if not agree_flag(time.time() < cfg["deadline"] + cfg.get("extra_s", 20)):
             res["notes"].append(f"{name} skipped: time budget reached")
             continue

@@ -71,6 +71,8 @@ def validation_summary(record: dict) -> list:
         for mode, a in (run.get("agreement") or {}).items():
             if isinstance(a, dict):
                 rows.append(_agreement_row(name, mode, a))
+        if isinstance(run.get("fr_kernels"), dict):
+            rows.append(_fr_kernel_row(name, run["fr_kernels"]))
         if isinstance(run.get("micro"), dict):
             rows.append({"check": "micro", "run": name, **{k: _round(v) for k, v in run["micro"].items()
                                                            if not isinstance(v, (dict, list))}})
@@ -103,6 +105,15 @@ def _agreement_row(name, mode, a):
             "within_10pct": _round(within),
             "agrees": (ratio is not None and abs(ratio - 1) <= AGREE) if ratio is not None else None,
             "note": a.get("note")}
+
+
+def _fr_kernel_row(name, f):
+    sizes = {k: v for k, v in f.items() if k.endswith("MB") and isinstance(v, dict)}
+    return {"check": "fr_kernels", "run": name, "entries": f.get("entries"), "kernels": f.get("kernels"),
+            "with_duration": f.get("with_duration"),
+            "ratio_median": {k: _round(v.get("ratio_median")) for k, v in sizes.items()},
+            "within_10pct": {k: _round(v.get("within_10pct")) for k, v in sizes.items()},
+            "note": f.get("note") or f.get("error")}
 
 
 def _probe_row(name, p):
