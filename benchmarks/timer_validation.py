@@ -60,7 +60,7 @@ def parse_args():
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--profile-steps", type=int, default=50)
     p.add_argument("--probe-steps", type=int, default=100)
-    p.add_argument("--budget-s", type=float, default=140.0, help="no part or round starts after this")
+    p.add_argument("--budget-s", type=float, default=120.0, help="no part or round starts after this")
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     p.add_argument("--out", metavar="DIR", help="also write the record into DIR (e.g. $OUT)")
     return p.parse_args()

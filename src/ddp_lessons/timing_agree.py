@@ -26,7 +26,13 @@ AGREE = 0.10  # the issue's bound: within 10% of the kernel time
 
 
 def profile_all(cfg, data, groups) -> dict:
-    return {mode: profile_mode(mode, cfg, data, groups) for mode in cfg["agree_modes"]}
+    out = {}
+    for mode in cfg["agree_modes"]:
+        try:
+            out[mode] = profile_mode(mode, cfg, data, groups)
+        except Exception as exc:  # noqa: BLE001 - recorded; the next mode runs
+            out[mode] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+    return out
 
 
 def profile_mode(mode, cfg, data, groups) -> dict:
