@@ -3,7 +3,8 @@
 import torch
 import torch.distributed as dist
 
-from ddp_lessons.common import mlp, wrap_ddp
+from ddp_lessons import hooks
+from ddp_lessons.common import gradient_bytes, mlp, wrap_ddp
 from ddp_lessons.hooks import allreduce_hook
 from ddp_lessons.intro import workers as toy
 from ddp_lessons.timing import StepTimer
@@ -38,9 +39,9 @@ def _zeros(fut):
     return fut.value().zero_()
 
 
-def _small_ddp_mlp():
+def _small_ddp_mlp(bucket_cap_mb=0.01, width=64, depth=2):
     torch.manual_seed(0)
-    return wrap_ddp(mlp(64, 2), torch.device("cpu"), bucket_cap_mb=0.01)  # a few buckets
+    return wrap_ddp(mlp(width, depth), torch.device("cpu"), bucket_cap_mb=bucket_cap_mb)  # a few buckets
 
 
 def own_hook(timed, steps=3):
@@ -71,3 +72,20 @@ def hook_already_registered():
     except RuntimeError as exc:
         return str(exc)
     return None
+
+
+def light_mode(steps=6, delay_s=0.0, ddp_logging=True, mode="light"):
+    """The same small DDP loop timed in mode `mode`; a known delay per bucket
+    (`hooks.delayed`, registered as it is in mode "light") when `delay_s`."""
+    model = _small_ddp_mlp(bucket_cap_mb=1.0, width=512, depth=4)
+    timer = StepTimer(model, mode=mode, hook=hooks.delayed(None, delay_s), ddp_logging=ddp_logging)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(dist.get_rank())
+    for _ in range(steps):
+        with timer.phase("forward"):
+            loss = model(torch.randn(16, 32, generator=g)).pow(2).mean()
+        timer.finish_step(loss, opt)
+    out = timer.result()
+    out["grad_bytes"] = gradient_bytes(model)
+    out["comm_hook"] = model._get_ddp_logging_data().get("comm_hook", "")
+    return out

@@ -9,6 +9,10 @@ import torch
 from ddp_lessons import hooks, launch
 from ddp_lessons.intro import workers as toy
 from ddp_lessons.timing import StepTimer, _comm_numbers, median_step
+from ddp_lessons.timing_agree import compare
+from ddp_lessons.timing_check import summarize_run, validation_summary
+from ddp_lessons.timing_clocks import EventRing
+from ddp_lessons.timing_light import FlightRecorderSource
 
 
 def _median(rank_times, key, skip=2):
@@ -115,3 +119,189 @@ def test_busy_time_is_the_union_of_bucket_intervals():
     assert got["allreduce"] == 4.0 and got["allreduce_calls"] == 3 and got["allreduce_bytes"] == 4
     assert got["exposed"] == 1.0  # last bucket ready at 5.0, done at 6.0
     assert got["backward_compute"] == 5.5
+
+
+# -- mode "light": DDP's own all-reduce, DDP's own timings -------------------
+
+def test_light_mode_on_gloo_gives_the_same_keys_and_counts():
+    light = launch(w.light_mode, (6,), world_size=2)
+    full = launch(w.light_mode, (6, 0.0, True, "full"), world_size=2)
+    for lr, fr in zip(light, full):
+        assert (lr["mode"], lr["comm_source"], fr["mode"], fr["comm_source"]) == (
+            "light", "ddp_logging", "full", "hook")
+        assert lr["comm_hook"] == ""  # DDP's own C++ all-reduce: no Python hook registered
+        assert len(lr["steps"]) == 6
+        for a, b in zip(lr["steps"], fr["steps"]):
+            assert set(b) <= set(a)  # every key of mode "full" (and allreduce_span)
+            assert a["buckets"] == []
+        steps = lr["steps"]
+        assert steps[0]["allreduce_calls"] == 1 and all(s["allreduce_calls"] > 1 for s in steps[2:])
+        assert {s["allreduce_bytes"] for s in steps} == {lr["grad_bytes"]}
+        assert all(s["allreduce"] > 0 for s in steps)  # the last step too (read at result())
+        assert all(0 <= s["exposed"] <= s["backward"] + 1e-6 for s in steps)
+
+
+def test_light_mode_sees_a_known_delay():
+    delay = 0.05
+    base = launch(w.light_mode, (6,), world_size=2)
+    slow = launch(w.light_mode, (6, delay), world_size=2)
+    for b, s in zip(base, slow):
+        assert s["comm_hook"].endswith("delayed_hook")  # registered as it is, not wrapped
+        calls = _median(s, "allreduce_calls")
+        assert _median(s, "allreduce") - _median(b, "allreduce") == pytest.approx(delay * calls, rel=0.3)
+        assert _median(s, "exposed") - _median(b, "exposed") >= 0.7 * delay
+
+
+def test_light_mode_without_ddp_logging_on_gloo_times_phases_only():
+    rank = launch(w.light_mode, (3, 0.0, False), world_size=1)[0]
+    assert rank["comm_source"] == "none" and all(s["allreduce_calls"] == 0 for s in rank["steps"])
+
+
+def test_timer_modes_are_checked():
+    with pytest.raises(ValueError, match="light"):
+        StepTimer(None, mode="fast")
+
+
+# -- the CUDA clock's event ring, on fake events ------------------------------
+
+class _FakeEvent:
+    now = 0.0  # ms
+
+    def __init__(self):
+        self.t = None
+
+    def record(self):
+        self.t = _FakeEvent.now
+
+    def synchronize(self):
+        assert self.t is not None, "read before it was recorded"
+
+    def elapsed_time(self, other):
+        return other.t - self.t
+
+
+def test_event_ring_reuses_its_events_and_reads_every_mark_back():
+    _FakeEvent.now = 0.0
+    made = []
+
+    def make():
+        made.append(_FakeEvent())
+        return made[-1]
+    ring = EventRing(make, size=4, prime=True)
+    tokens, truth = [], []
+    for i in range(50):
+        _FakeEvent.now = 2.5 * (i + 1) + (i % 3) * 0.1
+        tokens.append(ring.mark())
+        truth.append(_FakeEvent.now / 1e3)
+    assert len(made) == 5  # 4 in the ring and time zero: no event made per mark
+    assert ring.harvests > 5  # the ring was read while marking, half at a time
+    assert ring.seconds(tokens) == pytest.approx(truth)
+    assert ring.seconds(tokens[::7]) == pytest.approx(truth[::7])  # asking twice is fine
+
+
+def test_event_ring_reads_nothing_while_it_has_room():
+    _FakeEvent.now = 1.0
+    ring = EventRing(_FakeEvent, size=64)
+    for _ in range(40):
+        ring.mark()
+    assert ring.harvests == 0 and ring._ms == []
+
+
+# -- median_step --------------------------------------------------------------
+
+def test_median_step_takes_every_key_over_the_steps_that_have_it():
+    steps = [{"step": 0, "a": 1.0}, {"step": 1, "a": 3.0, "b": 10.0},
+             {"step": 2, "a": 2.0, "c": 5}, {"step": 3, "b": 20.0, "flag": True}]
+    got = median_step({"steps": steps}, skip=0)
+    assert got == {"a": 2.0, "b": 15.0, "c": 5}
+
+
+def test_median_step_of_a_rank_without_steps_is_empty():
+    assert median_step({"steps": []}) == {}
+    assert median_step({"steps": [{"step": 0, "a": 1.0}]}, skip=2) == {"a": 1.0}  # too few: all kept
+
+
+# -- the flight recorder's entries, by step ------------------------------------
+
+class _FakeGroup:
+    group_name = "7"
+
+    def _enable_collectives_timing(self):
+        pass
+
+
+def _entry(t, group="7", name="nccl:all_reduce", dur=0.5, numel=100):
+    return {"time_created_ns": t, "process_group": (group, "desc"), "profiling_name": name,
+            "duration_ms": dur, "input_sizes": [[numel]], "input_dtypes": ["Float"]}
+
+
+def test_flight_recorder_entries_go_to_the_step_they_were_created_in():
+    src = FlightRecorderSource(_FakeGroup())
+    t0 = src.clocks["realtime"][0]
+    src.clocks["realtime"] += [t0 + 100, t0 + 200, t0 + 300]  # three steps closed
+    entries = [_entry(t0 - 5), _entry(t0 + 10), _entry(t0 + 20, dur=None), _entry(t0 + 150, numel=8),
+               _entry(t0 + 160, group="0"), _entry(t0 + 170, name="nccl:broadcast"), _entry(t0 + 400)]
+    by_step = src._by_step(src._ours(entries))
+    assert src.info["group_matched"] and src.info["clock"] == "realtime"
+    assert sorted(by_step) == [0, 1]
+    assert [b["duration"] for b in by_step[0]] == [0.0005, None]
+    assert by_step[1] == [{"index": 0, "duration": 0.0005, "bytes": 32}]
+
+
+def test_flight_recorder_entries_of_an_unnamed_group_are_kept_by_time():
+    src = FlightRecorderSource(_FakeGroup())
+    t0 = src.clocks["realtime"][0]
+    src.clocks["realtime"].append(t0 + 100)
+    ours = src._ours([_entry(t0 + 10, group="other"), _entry(t0 + 20, group="other")])
+    assert len(ours) == 2 and not src.info["group_matched"]
+
+
+# -- reading a validation record -------------------------------------------------
+
+def _round_row(builtin, light):
+    return {"builtin": {"s_per_step": builtin},
+            "light": {"s_per_step": light, "comm_source": "ddp_logging", "median": {"allreduce": 1e-4}}}
+
+
+def test_validation_summary_of_a_synthetic_record():
+    ranks = [{"rounds": [_round_row(2e-3, 2.06e-3), _round_row(2.1e-3, 2.12e-3), _round_row(2e-3, 2.2e-3)]},
+             {"rounds": [_round_row(1.9e-3, 2.0e-3), _round_row(2.2e-3, 2.1e-3), _round_row(2e-3, 2.1e-3)]}]
+    summary = summarize_run(ranks)
+    assert summary["modes"]["light"]["rounds"] == 3
+    # per round, the slowest rank: 2.06/2.0, 2.12/2.2, 2.2/2.0
+    assert summary["modes"]["light"]["overhead_median"] == pytest.approx(0.03)
+    agreement = {"light": {"comm_source": "flight_recorder", "nccl_allreduce_kernels": 50,
+                           "timer_buckets": 50, "bucket_ratio_median": 1.04, "bucket_within_10pct": 0.96}}
+    probe = {"env_set": {"TORCH_NCCL_ENABLE_TIMING": "1"}, "log": ["a line"],
+             "worker": {"at_once": {"with_duration": 0, "entries": 5},
+                        "after_sync_and_0.5s": {"with_duration": 5, "entries": 5, "dump_s": 0.002}}}
+    fr_kernels = {"entries": 30, "kernels": 30, "with_duration": 30,
+                  "256MB": {"ratio_median": 1.01, "within_10pct": 1.0}}
+    rec = {"results": {"runs": {"main": {"world_size": 1, "summary": summary, "agreement": agreement,
+                                         "fr_kernels": fr_kernels, "micro": {"ddp_logging_read_us": 4.0}}},
+                       "probes": {"probe_timing_env": probe}}}
+    rows = validation_summary(rec)
+    over = {r["mode"]: r for r in rows if r["check"] == "overhead"}
+    assert over["light"]["overhead_pct"] == 3.0 and over["light"]["within_budget"] is True
+    assert over["builtin"]["within_budget"] is None
+    agree = next(r for r in rows if r["check"] == "agreement")
+    assert agree["agrees"] is True and agree["ratio_median"] == 1.04
+    fr = next(r for r in rows if r["check"] == "flight_recorder")
+    assert (fr["with_duration_at_once"], fr["with_duration_after_wait"], fr["dump_ms"]) == (0, 5, 2.0)
+    assert next(r for r in rows if r["check"] == "micro")["ddp_logging_read_us"] == 4.0
+    frk = next(r for r in rows if r["check"] == "fr_kernels")
+    assert frk["ratio_median"] == {"256MB": 1.01} and frk["within_10pct"] == {"256MB": 1.0}
+
+
+def test_profiler_kernels_are_paired_with_the_timers_buckets_in_order():
+    kernels = [("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 10.0 + 100 * i, 30.0 + 100 * i) for i in range(4)]
+    kernels.append(("void at::native::vectorized_elementwise_kernel", 0.0, 5.0))
+    steps = [{"bucket_durations": [{"duration": 21e-6}, {"duration": 19e-6}], "allreduce_calls": 2},
+             {"buckets": [{"start": 0.0, "end": 20e-6}, {"start": 1.0, "end": 1.0 + 30e-6}]}]
+    got = compare(kernels, steps, "flight_recorder")
+    assert got["nccl_allreduce_kernels"] == 4 and got["timer_buckets"] == 4
+    assert got["bucket_ratio_median"] == pytest.approx(1.0, abs=0.06)
+    assert got["bucket_within_10pct"] == 0.75  # 1.05, 0.95, 1.0 and 1.5
+    assert got["step_ratio_median"] == pytest.approx((1.0 + 1.25) / 2)
+    none = compare(kernels[-1:], steps, "flight_recorder")
+    assert none["nccl_allreduce_kernels"] == 0 and "no NCCL" in none["note"]

@@ -1,9 +1,9 @@
 """Per-step timing on every rank: data wait, forward, backward, optimizer step,
-every gradient bucket's all-reduce, and how much of it was exposed.
+the all-reduce, and how much of it was exposed.
 
 Usage inside a worker (notebook 00_first_launch introduces it):
 
-    timer = StepTimer(ddp_model)               # registers a timing comm hook (hook=: around yours)
+    timer = StepTimer(ddp_model)               # mode "full" on CPUs, "light" on GPUs (below)
     for batch in timer.data(loader):           # times the wait for each batch
         with timer.phase("forward"):  loss = loss_fn(ddp_model(batch))
         with timer.phase("backward"): loss.backward()
@@ -12,80 +12,79 @@ Usage inside a worker (notebook 00_first_launch introduces it):
     times = timer.result()                     # plain dict, one entry per step
 
 Clocks: the host's `perf_counter` on CPUs. On GPUs a CUDA event is recorded at
-every mark instead and nothing is read until `result()`, which synchronises
-once: a host clock around `loss.backward()` measures only how fast the host
-queued the kernels, and reading an event every step would stall the queue.
-The data wait is always a host time (the host is what waits for the loader).
+every mark instead, from a ring of events allocated once (`timing_clocks`);
+events are read only when the ring is full (its older half, long completed)
+and at `result()`, which synchronises once: a host clock around
+`loss.backward()` measures only how fast the host queued the kernels, and
+reading an event every step would stall the queue. The data wait is always a
+host time (the host is what waits for the loader).
 
-The all-reduce is timed inside a DDP communication hook that wraps the hook
-doing the sending (`hook=`, default torch's `allreduce_hook`, what DDP does by
-itself; compression and injected delays are such hooks, in `hooks`): a
-bucket's interval runs from the moment DDP hands it to the hook (its
-gradients are ready) to the moment the inner hook's future has completed (its
-callback; on NCCL an event recorded there completes after the collective).
-Exposed communication is the time from the last bucket becoming ready
-(backward compute done) to the last all-reduce completing: the part of the
-step the backward pass could not hide.
+Two ways to get the all-reduce (`mode=`):
+
+- "full" (the default on CPUs, and with `hook=`): a DDP communication hook that wraps the hook
+  doing the sending (`hook=`, default torch's `allreduce_hook`, what DDP does
+  by itself; compression and injected delays are such hooks, in `hooks`)
+  times every bucket, from the moment DDP hands it over (its gradients are
+  ready) to the moment the inner hook's future has completed (its callback;
+  on NCCL an event recorded there completes after the collective). Exposed
+  communication runs from the last bucket becoming ready (backward compute
+  done) to the last all-reduce completing: what the backward pass could not
+  hide. Any Python hook costs time on a GPU step of a few ms (~7% measured on
+  one H200 at 2 ms), timed or not.
+- "light" (the default for a DDP model on a GPU without `hook=`): DDP keeps
+  its own C++ all-reduce (or the `hook=` given, registered as it is; without
+  the flight recorder the bytes are then the gradients') and the timer reads
+  DDP's own per-iteration timings and, on NCCL, the flight recorder's
+  per-collective GPU durations (`timing_light` says how). Per step: the
+  all-reduce's time (`allreduce`: the flight recorder's kernel time where it
+  has one, else DDP's span from the first bucket handed over to the last
+  all-reduce waited for, also kept as `allreduce_span`), `exposed`, calls and
+  bytes; per collective `bucket_durations`; `buckets` stays empty (no bucket
+  is placed on the step's time axis). `result()["comm_source"]` names where
+  the numbers came from.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import torch
 import torch.distributed as dist
 
+from . import timing_light as light
 from .hooks import allreduce_hook
+from .timing_clocks import HostClock, cuda_clock
+from .timing_comm import _apply_light, _comm_numbers, _register, timed_comm_hook
+
+__all__ = ["StepTimer", "median_step", "ddp_logging_times", "timed_comm_hook", "MODES"]
+
+MODES = ("full", "light")
 
 
-class _HostClock:
-    def mark(self):
-        return time.perf_counter()
+class _Phase:
+    """`with timer.phase(name):` without a generator per call."""
+    __slots__ = ("timer", "name", "start")
 
-    def seconds(self, marks):
-        return list(marks)
+    def __init__(self, timer, name):
+        self.timer, self.name = timer, name
 
+    def __enter__(self):
+        self.start = self.timer.clock.mark()
 
-class _CudaClock:
-    def __init__(self, device):
-        self.device = device
-        self.ref = self.mark()
-
-    def mark(self):
-        ev = torch.cuda.Event(enable_timing=True)
-        ev.record()  # on the current stream; no host-device sync here
-        return ev
-
-    def seconds(self, marks):
-        # note: CPU-GPU sync point, once per run, in result()
-        torch.cuda.synchronize(self.device)
-        return [self.ref.elapsed_time(ev) / 1e3 for ev in marks]
+    def __exit__(self, *exc):
+        self.timer._cur["phases"][self.name] = (self.start, self.timer.clock.mark())
+        return False
 
 
-def timed_comm_hook(timer: "StepTimer", bucket):
-    """DDP communication hook: run the timer's hook on the bucket and time it.
+class _Off:
+    def __enter__(self):
+        return None
 
-    A plain function because DDP reads the hook's `__name__`, and its second
-    parameter must be called `bucket`. Registered by `StepTimer` with the
-    timer as state. Bytes sent: the bucket's buffer as the inner hook leaves
-    it (torch's compress wrappers, used by `hooks.compression_hook`, swap in
-    the cast buffer; a hook that sends a buffer of its own, such as torch's
-    PowerSGD, is counted at its gradients' size).
-    """
-    ready = timer.clock.mark()
-    grad_bytes = _nbytes(bucket.buffer())
-    fut = timer._send(timer.state, bucket)
-    sent_bytes, index = _nbytes(bucket.buffer()), bucket.index()
-
-    def done(f):
-        timer._bucket_done(index, ready, timer.clock.mark(), sent_bytes, grad_bytes)
-        return f.value()
-    return fut.then(done)
+    def __exit__(self, *exc):
+        return False
 
 
-def _nbytes(t):
-    return t.numel() * t.element_size()
+_OFF = _Off()
 
 
 class StepTimer:
@@ -95,11 +94,18 @@ class StepTimer:
     (None: no all-reduce timing, e.g. a single-process baseline).
     `hook`, `state`: the communication hook that sends the gradients and its
     state (e.g. `hooks.compression_hook("bf16")`, or a hook of your own;
-    None: DDP's own all-reduce). The timer registers it on `ddp_model` and
-    wraps it when it times the all-reduce, and registers it unwrapped when it
-    does not: what is sent never depends on timing. The hook goes to the timer,
-    not to the model, because DDP takes one hook per model; a model that
-    already has one raises an error saying to pass it here instead.
+    None: DDP's own all-reduce). The timer registers it on `ddp_model`,
+    wrapped in mode "full", as it is otherwise: what is sent never depends on
+    timing. The hook goes to the timer, not to the model, because DDP takes
+    one hook per model; a model that already has one raises an error saying
+    to pass it here instead.
+    `mode`: "full" or "light" (module docstring); None picks "light" for a
+    DDP model on a GPU that keeps DDP's own all-reduce (`hook=None`), and
+    "full" otherwise: a Python hook costs what it costs anyway, and wrapped
+    it reports the bytes it really sends. In "light", `ddp_logging=False`
+    skips DDP's timings (no per-step read, no exposed time) and
+    `flight_recorder=False` the flight recorder (which turns on timing of the
+    model's process group's collectives).
     `enabled=False` turns every mark into a no-op: the same training loop then
     runs uninstrumented (the overhead benchmark).
     `time_comm=False` times the phases only.
@@ -107,15 +113,25 @@ class StepTimer:
     """
 
     def __init__(self, ddp_model=None, device=None, enabled=True, hook=None, state=None,
-                 time_comm=True):
+                 time_comm=True, mode=None, ddp_logging=True, flight_recorder=True,
+                 ring_size=4096):
         self.enabled = enabled
         device = torch.device(device) if device is not None else _model_device(ddp_model)
         self.device = device
-        self.clock = _CudaClock(device) if device.type == "cuda" else _HostClock()
+        self.mode = mode or ("light" if device.type == "cuda" and ddp_model is not None and hook is None
+                             else "full")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES} or None, not {mode!r}")
+        self.clock = cuda_clock(device, ring_size) if device.type == "cuda" and enabled else HostClock()
         self.hook, self.state = hook, state
         self._send = hook if hook is not None else allreduce_hook  # what timed_comm_hook calls
         self.times_comm = enabled and time_comm
         self._steps, self._buckets = [], []
+        self._ddp = self._fr = None
+        if self.mode == "light" and self.times_comm and ddp_model is not None:
+            self._ddp = light.DDPLogging(ddp_model) if ddp_logging else None
+            if flight_recorder and _is_nccl(ddp_model) and light.flight_recorder_available():
+                self._fr = light.FlightRecorderSource(ddp_model.process_group)
         self._new_step()
         state, hook = self.comm_hook()
         if ddp_model is not None and hook is not None:
@@ -123,8 +139,8 @@ class StepTimer:
 
     def comm_hook(self):
         """(state, hook) to register on the DDP model: the timing hook around
-        the given hook, the given hook alone when not timing, or (None, None)."""
-        if self.times_comm:
+        the given hook (mode "full"), the given hook alone otherwise, or (None, None)."""
+        if self.times_comm and self.mode == "full":
             return self, timed_comm_hook
         return self.state, self.hook
 
@@ -134,15 +150,9 @@ class StepTimer:
                      "phases": {}, "data": 0.0}
         self._buckets = []
 
-    @contextlib.contextmanager
     def phase(self, name: str):
         """Time the enclosed block as phase `name` of the current step."""
-        if not self.enabled:
-            yield
-            return
-        start = self.clock.mark()
-        yield
-        self._cur["phases"][name] = (start, self.clock.mark())
+        return _Phase(self, name) if self.enabled else _OFF
 
     def data(self, iterable):
         """Iterate like `iterable`, timing each wait for the next batch (host time)."""
@@ -177,6 +187,10 @@ class StepTimer:
         self._cur["end"] = self.clock.mark()
         self._cur["buckets"] = sorted(self._buckets, key=lambda b: b[0])
         self._steps.append(self._cur)
+        if self._ddp is not None:
+            self._ddp.read(len(self._steps) - 1)
+        if self._fr is not None:
+            self._fr.step_done()
         self._new_step()
 
     # -- results -------------------------------------------------------------
@@ -191,8 +205,15 @@ class StepTimer:
                 marks += [ready, done]
         values = iter(self.clock.seconds(marks))
         steps = [self._step_numbers(i, s, values) for i, s in enumerate(self._steps)]
-        return {"rank": dist.get_rank() if dist.is_initialized() else 0,
-                "device": str(self.device), "steps": steps}
+        out = {"rank": dist.get_rank() if dist.is_initialized() else 0,
+               "device": str(self.device), "mode": self.mode, "steps": steps}
+        if self._ddp is not None or self._fr is not None:
+            out["comm_source"] = self._light_numbers(steps)
+        else:
+            out["comm_source"] = "hook" if self.times_comm and self.mode == "full" else "none"
+        if self._fr is not None:
+            out["flight_recorder"] = self._fr.info
+        return out
 
     def _step_numbers(self, i, s, values):
         start, end = next(values), next(values)
@@ -206,38 +227,19 @@ class StepTimer:
         out.update(_comm_numbers(buckets, phases.get("backward")))
         return out
 
-
-def _comm_numbers(buckets, backward):
-    """All-reduce busy time (union of bucket intervals), calls, bytes, exposed part."""
-    if not buckets:
-        return {"allreduce": 0.0, "allreduce_calls": 0, "allreduce_bytes": 0,
-                "exposed": 0.0, "backward_compute": (backward[1] - backward[0]) if backward else 0.0}
-    spans = sorted((b["start"], b["end"]) for b in buckets)
-    busy, cur_a, cur_b = 0.0, *spans[0]
-    for a, b in spans[1:]:
-        if a > cur_b:
-            busy, cur_a, cur_b = busy + cur_b - cur_a, a, b
-        else:
-            cur_b = max(cur_b, b)
-    busy += cur_b - cur_a
-    compute_done = max(b["start"] for b in buckets)
-    comm_done = max(b["end"] for b in buckets)
-    exposed = max(0.0, comm_done - compute_done)
-    bwd = (backward[1] - backward[0]) if backward else 0.0
-    return {"allreduce": busy, "allreduce_calls": len(buckets),
-            "allreduce_bytes": sum(b["bytes"] for b in buckets),
-            "exposed": exposed, "backward_compute": max(0.0, bwd - exposed)}
-
-
-def _register(ddp_model, state, hook):
-    try:
-        ddp_model.register_comm_hook(state, hook)
-    except RuntimeError as exc:
-        if "only be called once" not in str(exc):
-            raise
-        raise RuntimeError("this DDP model already has a communication hook: pass it to "
-                           "StepTimer(ddp_model, hook=..., state=...) instead, and the timer "
-                           "registers it, wrapped") from exc
+    def _light_numbers(self, steps) -> str:
+        """Put DDP's and the flight recorder's numbers into `steps`; name the source."""
+        if self._ddp is not None:
+            self._ddp.finish(len(steps) - 1)
+        ddp = self._ddp.per_step() if self._ddp is not None else {}
+        sync = (lambda: torch.cuda.synchronize(self.device)) if self.device.type == "cuda" else None
+        fr = self._fr.collect(sync) if self._fr is not None else {}
+        timed = {k for k, v in fr.items() if v and all(b["duration"] is not None for b in v)}
+        for s in steps:
+            _apply_light(s, ddp.get(s["step"]), fr.get(s["step"]), s["step"] in timed,
+                         has_exposed=self._ddp is not None)
+        parts = (["ddp_logging"] if ddp else []) + (["flight_recorder"] if timed else [])
+        return "+".join(parts) or "none"
 
 
 def _model_device(model):
@@ -247,13 +249,25 @@ def _model_device(model):
     return p.device if p is not None else torch.device("cpu")
 
 
+def _is_nccl(ddp_model) -> bool:
+    try:
+        return dist.get_backend(ddp_model.process_group) == "nccl"
+    except Exception:  # noqa: BLE001 - no process group on the model
+        return False
+
+
 def median_step(times: dict, skip: int = 2) -> dict:
     """Median of every per-step number of one rank, leaving out the first `skip`
-    steps (DDP rebuilds its buckets after the first iteration; warm-up)."""
+    steps (DDP rebuilds its buckets after the first iteration; warm-up).
+
+    Every key any kept step has, each over the steps that have it; {} for a
+    rank without steps."""
     import statistics
     steps = times["steps"][skip:] or times["steps"]
-    keys = [k for k, v in steps[0].items() if isinstance(v, (int, float)) and k != "step"]
-    return {k: statistics.median(s.get(k, 0.0) for s in steps) for k in keys}
+    keys = dict.fromkeys(k for s in steps for k, v in s.items()
+                         if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool))
+    return {k: statistics.median(v for s in steps if isinstance(v := s.get(k), (int, float)))
+            for k in keys}
 
 
 def ddp_logging_times(ddp_model) -> dict:

@@ -3,10 +3,13 @@
 Modes, all through the same loop:
   off      StepTimer disabled: DDP's own (C++) all-reduce, no marks
   phases   phase marks only (host clock or CUDA events), DDP's own all-reduce
+  light    phase marks, DDP's own all-reduce, its own timings read every step
+           (and the flight recorder on NCCL): StepTimer(mode="light")
   py_hook  no marks, but DDP's stock Python `allreduce_hook` registered:
            what any Python communication hook costs, timing or not
   full     phase marks and the timing communication hook (around the same allreduce_hook)
 Kept in the package so the benchmark runs unchanged on a GPU machine and under torchrun.
+benchmarks/timer_validation.py measures the same on case 2's model, with the profiler.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ..common import mlp, sync, wrap_ddp
 from ..hooks import allreduce_hook
 from ..timing import StepTimer
 
-MODES = ("off", "phases", "py_hook", "full")
+MODES = ("off", "phases", "light", "py_hook", "full")
 
 
 def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, mode: str = "full",
@@ -35,8 +38,9 @@ def loop_seconds_per_step(steps: int, width: int, depth: int, batch: int, mode: 
     x = torch.randn(batch, 32, device=dev)
     y = torch.randn(batch, 1, device=dev)
     # py_hook: torch's allreduce_hook registered untimed; full: the same hook, timed.
-    timer = StepTimer(model, enabled=mode in ("phases", "full"), time_comm=mode == "full",
-                      hook=allreduce_hook if mode == "py_hook" else None)
+    timer = StepTimer(model, enabled=mode in ("phases", "light", "full"), time_comm=mode != "phases",
+                      hook=allreduce_hook if mode == "py_hook" else None,
+                      mode="light" if mode in ("phases", "light") else "full")
     for i in range(warmup + steps):
         if i == warmup:
             sync(dev)

@@ -1,0 +1,78 @@
+"""The all-reduce numbers of a step: the timing hook of mode "full" and its
+bucket arithmetic, and how mode "light" fills a step from DDP's timings and the
+flight recorder (see `timing` and `timing_light`)."""
+
+from __future__ import annotations
+
+
+def timed_comm_hook(timer, bucket):
+    """DDP communication hook: run the timer's hook on the bucket and time it.
+
+    A plain function because DDP reads the hook's `__name__`, and its second
+    parameter must be called `bucket`. Registered by `StepTimer` with the
+    timer as state. Bytes sent: the bucket's buffer as the inner hook leaves
+    it (torch's compress wrappers, used by `hooks.compression_hook`, swap in
+    the cast buffer; a hook that sends a buffer of its own, such as torch's
+    PowerSGD, is counted at its gradients' size).
+    """
+    ready = timer.clock.mark()
+    grad_bytes = _nbytes(bucket.buffer())
+    fut = timer._send(timer.state, bucket)
+    sent_bytes, index = _nbytes(bucket.buffer()), bucket.index()
+
+    def done(f):
+        timer._bucket_done(index, ready, timer.clock.mark(), sent_bytes, grad_bytes)
+        return f.value()
+    return fut.then(done)
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def _apply_light(s, ddp, fr, fr_timed, has_exposed):
+    if ddp is not None:
+        s.update(allreduce=ddp["allreduce_span"], allreduce_span=ddp["allreduce_span"],
+                 exposed=ddp["exposed"], allreduce_calls=ddp["calls"],
+                 allreduce_bytes=ddp["grad_bytes"])
+    if fr:
+        s.update(allreduce_calls=len(fr), allreduce_bytes=sum(b["bytes"] for b in fr),
+                 bucket_durations=fr)
+        if fr_timed:
+            s["allreduce"] = sum(b["duration"] for b in fr)  # one stream: no overlap between them
+    if not has_exposed:
+        s.pop("exposed", None)
+    s["backward_compute"] = max(0.0, s.get("backward", 0.0) - s.get("exposed", 0.0))
+
+
+def _comm_numbers(buckets, backward):
+    """All-reduce busy time (union of bucket intervals), calls, bytes, exposed part."""
+    if not buckets:
+        return {"allreduce": 0.0, "allreduce_calls": 0, "allreduce_bytes": 0,
+                "exposed": 0.0, "backward_compute": (backward[1] - backward[0]) if backward else 0.0}
+    spans = sorted((b["start"], b["end"]) for b in buckets)
+    busy, cur_a, cur_b = 0.0, *spans[0]
+    for a, b in spans[1:]:
+        if a > cur_b:
+            busy, cur_a, cur_b = busy + cur_b - cur_a, a, b
+        else:
+            cur_b = max(cur_b, b)
+    busy += cur_b - cur_a
+    compute_done = max(b["start"] for b in buckets)
+    comm_done = max(b["end"] for b in buckets)
+    exposed = max(0.0, comm_done - compute_done)
+    bwd = (backward[1] - backward[0]) if backward else 0.0
+    return {"allreduce": busy, "allreduce_calls": len(buckets),
+            "allreduce_bytes": sum(b["bytes"] for b in buckets),
+            "exposed": exposed, "backward_compute": max(0.0, bwd - exposed)}
+
+
+def _register(ddp_model, state, hook):
+    try:
+        ddp_model.register_comm_hook(state, hook)
+    except RuntimeError as exc:
+        if "only be called once" not in str(exc):
+            raise
+        raise RuntimeError("this DDP model already has a communication hook: pass it to "
+                           "StepTimer(ddp_model, hook=..., state=...) instead, and the timer "
+                           "registers it, wrapped") from exc
