@@ -1,7 +1,7 @@
 """Does StepTimer stay out of the way on NCCL, and does it agree with the profiler?
 
-One run answers it (`ddp_lessons.timing_bench` is the worker, `timing_agree`
-the checks, `timing_check` reads the record back). Parts, each its own launch:
+One run answers it (`ddp_lessons.intro.timer_bench` is the worker, `timer_agree`
+the checks, `timer_check` reads the record back). Parts, each its own launch:
 
   main   world size 1: modes builtin (DDP's C++ all-reduce, no timer), light,
          light_fr (light without DDP's logging), full (per-bucket timing hook),
@@ -42,9 +42,9 @@ from pathlib import Path
 
 from ddp_lessons import launch, records
 from ddp_lessons.launcher import visible_gpus
-from ddp_lessons.timing_agree import fr_probe
-from ddp_lessons.timing_bench import validate
-from ddp_lessons.timing_check import summarize_run, validation_summary
+from ddp_lessons.intro.timer_agree import fr_probe
+from ddp_lessons.intro.timer_validate import validate
+from ddp_lessons.intro.timer_check import summarize_run, validation_summary
 
 FR_ENV = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "TORCH_FR_BUFFER_SIZE": "2000"}
 LOG_WORDS = ("TORCH_NCCL_ENABLE_TIMING", "duration", "Flight", "TRACE_BUFFER", "EVENT_CACHE")

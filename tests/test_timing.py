@@ -8,11 +8,12 @@ import torch
 
 from ddp_lessons import hooks, launch
 from ddp_lessons.intro import workers as toy
-from ddp_lessons.timing import StepTimer, _comm_numbers, median_step
-from ddp_lessons.timing_agree import compare
-from ddp_lessons.timing_check import summarize_run, validation_summary
-from ddp_lessons.timing_clocks import EventRing
-from ddp_lessons.timing_light import FlightRecorderSource
+from ddp_lessons.intro.timer_agree import compare
+from ddp_lessons.intro.timer_check import summarize_run, validation_summary
+from ddp_lessons.timing import StepTimer, median_step
+from ddp_lessons.timing.clocks import EventRing
+from ddp_lessons.timing.comm import _comm_numbers
+from ddp_lessons.timing.light import FlightRecorderSource
 
 
 def _median(rank_times, key, skip=2):

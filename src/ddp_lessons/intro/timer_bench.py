@@ -6,8 +6,9 @@ MSE on random data made on the device once), under DDP, in every mode of
 every mode alike; each round's time of a mode is compared with the built-in
 all-reduce of the same round. Light-mode models use a process group of their
 own, because the light timer turns on collective timing for its model's group
-and that must not leak into the other modes. Then `timing_agree` compares the
-timer with torch.profiler and measures the small costs (`micro`).
+and that must not leak into the other modes. `timer_validate` runs it all,
+then `timer_agree` compares the timer with torch.profiler and measures the
+small costs (`micro`).
 
 Every mode of every round runs in try/except and rank 0 rewrites its partial
 results to `cfg["partial"]` after each round; no round starts after
@@ -25,11 +26,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from . import runtime
-from .case2.model import D_IN, mlp
-from .common import sync, wrap_ddp
-from .hooks import allreduce_hook
-from .timing import StepTimer, median_step
+from .. import runtime
+from ..common import mlp, sync, wrap_ddp
+from ..hooks import allreduce_hook
+from ..timing import StepTimer, median_step
+
+D_IN = 10  # case 2's MLP: 10 -> 256 -> 256 -> 256 -> 1
 
 # mode -> StepTimer keyword arguments (None: no timer)
 MODES = {"builtin": None, "light": {"mode": "light"},
@@ -50,7 +52,7 @@ def build(mode, cfg, groups):
     dev = runtime.device()
     torch.manual_seed(0)
     pg = groups["timed"] if mode.startswith("light") else groups["plain"]
-    model = wrap_ddp(mlp(cfg["width"], cfg["depth"]).to(dev), dev, process_group=pg)
+    model = wrap_ddp(mlp(cfg["width"], cfg["depth"], d_in=D_IN).to(dev), dev, process_group=pg)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     if mode == "pyhook":
         model.register_comm_hook(None, allreduce_hook)
@@ -124,33 +126,6 @@ def write_partial(cfg, res) -> None:
     with open(tmp, "w") as f:
         json.dump(res, f, default=str)
     os.replace(tmp, cfg["partial"])
-
-
-def validate(cfg: dict) -> dict:
-    """The whole worker: rounds, then profiler agreement and small costs."""
-    from . import timing_agree
-    dev = runtime.device()
-    res = {"rank": runtime.rank(), "world_size": runtime.world_size(), "device": str(dev),
-           "rounds": [], "notes": [], "env": {k: os.environ.get(k) for k in ENV_KEYS}}
-    if dev.type == "cuda":
-        res["gpu"] = torch.cuda.get_device_name(dev)
-        v = torch.cuda.nccl.version()
-        res["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-    groups = {"plain": None, "timed": dist.new_group(list(range(runtime.world_size())))}
-    data = make_data(cfg, dev)
-    run_rounds(cfg, data, groups, res)
-    for name, fn in (("agreement", timing_agree.profile_all), ("fr_kernels", timing_agree.fr_vs_profiler),
-                     ("micro", timing_agree.micro)):
-        if not agree_flag(time.time() < cfg["deadline"] + cfg.get("extra_s", 20)):
-            res["notes"].append(f"{name} skipped: time budget reached")
-            continue
-        try:
-            res[name] = fn(cfg, data, groups)
-        except Exception as exc:  # noqa: BLE001 - recorded
-            res[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000],
-                         "traceback": traceback.format_exc()[-3000:]}
-        write_partial(cfg, res)
-    return res
 
 
 ENV_KEYS = ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_ENABLE_TIMING",

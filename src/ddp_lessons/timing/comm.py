@@ -1,6 +1,6 @@
 """The all-reduce numbers of a step: the timing hook of mode "full" and its
 bucket arithmetic, and how mode "light" fills a step from DDP's timings and the
-flight recorder (see `timing` and `timing_light`)."""
+flight recorder (see `timing.timer` and `timing.light`)."""
 
 from __future__ import annotations
 

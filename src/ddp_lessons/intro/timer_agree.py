@@ -17,10 +17,11 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import runtime, timing_bench as bench
-from . import timing_light as light
-from .common import sync
-from .timing_clocks import cuda_clock
+from .. import runtime
+from ..common import sync
+from ..timing import light
+from ..timing.clocks import cuda_clock
+from . import timer_bench as bench
 
 AGREE = 0.10  # the bound: within 10% of the kernel time
 

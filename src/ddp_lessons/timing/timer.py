@@ -12,7 +12,7 @@ Usage inside a worker (notebook 00_first_launch introduces it):
     times = timer.result()                     # plain dict, one entry per step
 
 Clocks: the host's `perf_counter` on CPUs. On GPUs a CUDA event is recorded at
-every mark instead, from a ring of events allocated once (`timing_clocks`);
+every mark instead, from a ring of events allocated once (`timing.clocks`);
 events are read only when the ring is full (its older half, long completed)
 and at `result()`, which synchronises once: a host clock around
 `loss.backward()` measures only how fast the host queued the kernels, and
@@ -35,7 +35,7 @@ Two ways to get the all-reduce (`mode=`):
   its own C++ all-reduce (or the `hook=` given, registered as it is; without
   the flight recorder the bytes are then the gradients') and the timer reads
   DDP's own per-iteration timings and, on NCCL, the flight recorder's
-  per-collective GPU durations (`timing_light` says how). Per step: the
+  per-collective GPU durations (`timing.light` says how). Per step: the
   all-reduce's time (`allreduce`: the flight recorder's kernel time where it
   has one, else DDP's span from the first bucket handed over to the last
   all-reduce waited for, also kept as `allreduce_span`), `exposed`, calls and
@@ -51,10 +51,10 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import timing_light as light
-from .hooks import allreduce_hook
-from .timing_clocks import HostClock, cuda_clock
-from .timing_comm import _apply_light, _comm_numbers, _register, timed_comm_hook
+from ..hooks import allreduce_hook
+from . import light
+from .clocks import HostClock, cuda_clock
+from .comm import _apply_light, _comm_numbers, _register, timed_comm_hook
 
 __all__ = ["StepTimer", "median_step", "ddp_logging_times", "timed_comm_hook", "MODES"]
 
