@@ -115,7 +115,8 @@ def _run_once(torchrun: str, i: int) -> dict:
 @pytest.mark.slow
 @pytest.mark.timeout(RUNS * RUN_TIMEOUT_S + 120)
 def test_notebook01_torchrun_command_exits_cleanly_20_times():
-    from ddp_lessons.case1 import DATA_DIR, tiny_dataset
+    from ddp_lessons.case1 import tiny_dataset
+    from ddp_lessons.common import DATA_DIR
     assert DATA_DIR.parent == ROOT, f"testing the ddp_lessons in {DATA_DIR.parent}, not this checkout"
     tiny_dataset()  # made once, before the runs (data/vqa_tiny)
     torchrun = _torchrun()

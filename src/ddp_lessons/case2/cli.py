@@ -101,9 +101,12 @@ def cli_command(p):
         if res is None:
             return  # a torchrun rank other than 0
         _print(args, res)
-        config = {"mode": args.mode, "accelerator": args.accelerator, "launch": args.launch,
+        ran = res.get("lightning", [{}])[0].get("accelerator") if args.launch else None
+        # The accelerator that ran, not only the one asked for: one process runs on the CPU
+        # when none is named, so a record of it says "cpu".
+        used = args.accelerator or (ran if args.launch else "cpu")
+        config = {"mode": args.mode, "accelerator": used, "launch": args.launch,
                   "options": dataclasses.asdict(opts), "steps": args.steps, "widths": args.widths,
                   "repeats": args.repeats}  # what case2.rerun needs to make the run again
-        ran = res.get("lightning", [{}])[0].get("accelerator") if args.launch else None
         cmdline.save_record(args, "case2", config, res, backend=args.backend or ("nccl" if ran == "gpu" else None))
     return run
