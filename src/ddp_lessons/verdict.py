@@ -1,0 +1,170 @@
+"""Verdicts: a lesson's claim decided by the run's own numbers.
+
+A sentence in a lesson that states a cause, a speed-up or a comparison
+follows a verdict: a function of measured numbers that returns one of
+
+- `HOLDS`: the claim is true by a margin the measurement's spread keeps;
+- `FAILS` ("does not hold"): the opposite is true by that margin;
+- `UNRESOLVED` ("not resolvable here"): the spread covers both, or there
+  are too few repeats to know the spread.
+
+Every decision is an interval against a limit. The measured quantity is
+known only as an interval [low, high] (min-max of interleaved repeats, the
+per-round ratios of two setups, a median with a stated margin); the claim
+is "quantity > limit" (or "<"). It holds when the whole interval is on the
+claimed side, fails when the whole interval is on the other side, and is
+not resolvable when the limit lies inside. A deterministic fact (a count,
+a byte total) is an interval of width zero: `exact`.
+
+A verdict prints two lines:
+
+    verdict: HOLDS - 2 ranks take longer per epoch than 1
+      deciding numbers: ratio 2 ranks / 1 rank per round 1.21 .. 1.34 (5 rounds); rule: ...
+
+The first line is what the lesson's text may rely on; nbval compares it
+(a verdict that flips on a rerun fails CI). The second line carries the
+numbers that decide it and the rule; its figures change from run to run, so
+nbval_sanitize.cfg masks that line after its label, and only that line.
+
+A leaf of the ground floor: it imports only `spread`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .spread import MIN_ROUNDS
+
+HOLDS, FAILS, UNRESOLVED = "holds", "does not hold", "not resolvable here"
+SIDES = (">", "<")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One claim decided: `status` is HOLDS, FAILS or UNRESOLVED; `numbers`
+    the figures that decided it (name -> text); `rule` how."""
+    claim: str
+    status: str
+    numbers: dict = field(default_factory=dict)
+    rule: str = ""
+
+    def __post_init__(self):
+        if self.status not in (HOLDS, FAILS, UNRESOLVED):
+            raise ValueError(f"Verdict status {self.status!r}: use one of {HOLDS!r}, {FAILS!r}, {UNRESOLVED!r}")
+
+    @property
+    def holds(self) -> bool:
+        return self.status == HOLDS
+
+    @property
+    def fails(self) -> bool:
+        return self.status == FAILS
+
+    @property
+    def resolved(self) -> bool:
+        return self.status != UNRESOLVED
+
+    def __bool__(self):
+        raise TypeError("a Verdict has three outcomes: test .holds, .fails or .resolved, not its truth")
+
+    def __str__(self) -> str:
+        nums = ", ".join(f"{k} {v}" for k, v in self.numbers.items())
+        return (f"verdict: {self.status.upper()} - {self.claim}\n"
+                f"  deciding numbers: {nums}; rule: {self.rule}")
+
+    def _repr_pretty_(self, p, cycle):  # IPython: a verdict at the end of a cell prints as text
+        p.text(str(self))
+
+    def show(self) -> "Verdict":
+        """Print the verdict and return it (for a notebook's last line)."""
+        print(self)
+        return self
+
+
+def _fmt(x, unit: str = "") -> str:
+    if isinstance(x, str):
+        return x
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    ax = abs(x)
+    text = f"{x:.3g}" if ax < 1e4 else f"{x:.4g}"
+    return f"{text}{(' ' + unit) if unit else ''}"
+
+
+def interval(claim: str, low: float, high: float, *, side: str, limit: float,
+             what: str = "value", unit: str = "", numbers: dict | None = None) -> Verdict:
+    """Claim "`what` `side` `limit`" against the interval [low, high] in which
+    the measured `what` lies. HOLDS when the whole interval is on `side` of
+    `limit`, FAILS when it is wholly on the other side, else UNRESOLVED."""
+    if side not in SIDES:
+        raise ValueError(f"side={side!r}: use '>' or '<'")
+    if low > high:
+        raise ValueError(f"interval low {low} > high {high}: pass (min, max)")
+    above, below = low > limit, high < limit
+    claimed, other = (above, below) if side == ">" else (below, above)
+    status = HOLDS if claimed else FAILS if other else UNRESOLVED
+    nums = {what: f"{_fmt(low, unit)} .. {_fmt(high, unit)}" if low != high else _fmt(low, unit)}
+    nums.update(numbers or {})
+    rule = (f"holds when all of {what} {side} {_fmt(limit, unit)}, does not hold when all of it is on "
+            f"the other side, else not resolvable")
+    return Verdict(claim, status, nums, rule)
+
+
+def repeats(claim: str, values, *, side: str, limit: float, what: str = "value", unit: str = "",
+            min_repeats: int = MIN_ROUNDS, numbers: dict | None = None) -> Verdict:
+    """Claim "`what` `side` `limit`" from repeated measurements `values`:
+    the interval is their min .. max. Fewer than `min_repeats` values
+    (None ones dropped) resolve nothing: one run has no known spread."""
+    v = [float(x) for x in values if x is not None]
+    if len(v) < min_repeats:
+        nums = {what: ", ".join(_fmt(x, unit) for x in v) or "none", "repeats": str(len(v))}
+        nums.update(numbers or {})
+        return Verdict(claim, UNRESOLVED, nums, f"needs at least {min_repeats} repeats to know the spread")
+    out = interval(claim, min(v), max(v), side=side, limit=limit, what=f"{what} (min .. max of {len(v)})",
+                   unit=unit, numbers=numbers)
+    return out
+
+
+def paired(claim: str, a, b, *, faster: str = "b", names: tuple[str, str] = ("A", "B"),
+           min_rounds: int = MIN_ROUNDS, numbers: dict | None = None) -> Verdict:
+    """Claim "setup `faster` takes less time than the other", from two setups
+    timed in the same interleaved rounds (`a[i]`, `b[i]`: round i's times;
+    None = a failed round, left out). Decided on the per-round ratios b / a
+    (the sign test of `spread.verdict`): all below 1 means B is faster."""
+    if faster not in ("a", "b"):
+        raise ValueError(f"faster={faster!r}: use 'a' or 'b'")
+    pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
+    ratios = [y / x for x, y in pairs]
+    what = f"{names[1]}/{names[0]} per round"
+    side = "<" if faster == "b" else ">"
+    return repeats(claim, ratios, side=side, limit=1.0, what=what, min_repeats=min_rounds, numbers=numbers)
+
+
+def exact(claim: str, value, *, expected=None, side: str | None = None, limit=None,
+          what: str = "value", unit: str = "", numbers: dict | None = None) -> Verdict:
+    """A deterministic fact: `value == expected`, or `value side limit`, with
+    no spread to allow for (counts, bytes, shapes, equal results)."""
+    if (expected is None) == (side is None):
+        raise ValueError("exact: pass expected=... or side=... with limit=...")
+    if side is not None:
+        if side not in SIDES:
+            raise ValueError(f"side={side!r}: use '>' or '<'")
+        ok = value > limit if side == ">" else value < limit
+        rule = f"holds when {what} {side} {_fmt(limit, unit)} (exact, no spread)"
+    else:
+        ok = value == expected
+        rule = f"holds when {what} == {_fmt(expected, unit) if not isinstance(expected, (list, tuple, dict, set)) else expected} (exact)"
+    nums = {what: _fmt(value, unit) if isinstance(value, (int, float)) else str(value)}
+    nums.update(numbers or {})
+    return Verdict(claim, HOLDS if ok else FAILS, nums, rule)
+
+
+def all_of(claim: str, *parts: Verdict) -> Verdict:
+    """A claim made of several: HOLDS when every part holds, FAILS when any
+    part fails, else UNRESOLVED. The parts' numbers are kept, prefixed."""
+    if not parts:
+        raise ValueError("all_of needs at least one verdict")
+    status = FAILS if any(p.fails for p in parts) else HOLDS if all(p.holds for p in parts) else UNRESOLVED
+    nums = {f"[{p.claim}: {p.status}] {k}": v for p in parts for k, v in p.numbers.items()}
+    return Verdict(claim, status, nums, "holds when every part holds, does not hold when any part does not")

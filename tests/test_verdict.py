@@ -1,0 +1,59 @@
+"""ddp_lessons.verdict: each way of deciding comes out every way it can."""
+
+import re
+from configparser import ConfigParser
+from pathlib import Path
+
+import pytest
+
+from ddp_lessons import verdict as V
+
+
+def test_interval_three_outcomes_each_side():
+    assert V.interval("x", 1.2, 1.5, side=">", limit=1.0).holds
+    assert V.interval("x", 0.5, 0.9, side=">", limit=1.0).fails
+    assert V.interval("x", 0.9, 1.1, side=">", limit=1.0).status == V.UNRESOLVED
+    assert V.interval("x", 0.5, 0.9, side="<", limit=1.0).holds
+    assert V.interval("x", 1.2, 1.5, side="<", limit=1.0).fails
+    assert V.interval("x", 1.0, 1.0, side="<", limit=1.0).status == V.UNRESOLVED  # on the limit
+
+
+def test_repeats_need_a_spread():
+    assert V.repeats("x", [2.0], side=">", limit=1.0).status == V.UNRESOLVED  # one run: no spread
+    assert V.repeats("x", [2.0, 2.1, None, 1.9], side=">", limit=1.0).holds
+    assert V.repeats("x", [2.0, 0.9, 2.1], side=">", limit=1.0).status == V.UNRESOLVED
+
+
+def test_paired_is_the_sign_test_of_ratios():
+    a, b = [10, 11, 10, 12, 10], [8, 9, 9, 10, 8]
+    assert V.paired("B faster", a, b).holds
+    assert V.paired("A faster", a, b, faster="a").fails
+    assert V.paired("B faster", a, [8, 12, 9, 10, 8]).status == V.UNRESOLVED
+    assert V.paired("B faster", a[:2], b[:2]).status == V.UNRESOLVED  # too few rounds
+    assert V.paired("B faster", [10, None, 10, 10], [9, 9, None, 9, 9]).status == V.UNRESOLVED  # 2 paired
+
+
+def test_exact_and_all_of():
+    assert V.exact("n", 3, expected=3).holds and V.exact("n", 2, expected=3).fails
+    assert V.exact("n", 5, side=">", limit=4).holds and V.exact("n", 4, side=">", limit=4).fails
+    h, f, u = V.exact("a", 1, expected=1), V.exact("b", 1, expected=2), V.repeats("c", [1], side=">", limit=0)
+    assert V.all_of("all", h, h).holds and V.all_of("all", h, f).fails and V.all_of("all", h, u).status == V.UNRESOLVED
+
+
+def test_bad_input_is_refused_in_one_line():
+    for call in (lambda: V.interval("x", 1, 2, side=">=", limit=1), lambda: V.interval("x", 2, 1, side=">", limit=1),
+                 lambda: V.paired("x", [1], [1], faster="c"), lambda: V.exact("x", 1),
+                 lambda: V.Verdict("x", "maybe")):
+        with pytest.raises(ValueError):
+            call()
+    with pytest.raises(TypeError, match="three outcomes"):
+        bool(V.exact("n", 1, expected=1))
+
+
+def test_printed_verdict_line_survives_sanitising_and_numbers_do_not():
+    cfg = ConfigParser()
+    cfg.read(Path(__file__).resolve().parents[1] / "nbval_sanitize.cfg")
+    text = str(V.repeats("2 ranks are slower", [1.21, 1.3, 1.34], side=">", limit=1.0, what="ratio"))
+    for sec in cfg.sections():
+        text = re.sub(cfg[sec]["regex"], cfg[sec]["replace"], text)
+    assert text.splitlines() == ["verdict: HOLDS - 2 ranks are slower", "  deciding numbers: NUMBERS"]
