@@ -37,6 +37,7 @@ GPU = dict(width=32, train_size=2048, test_size=2048, epochs=2)
 QUICK = dict(width=8, train_size=64, test_size=64, epochs=1)
 TRACE = dict(wait=1, warmup=1, active=3)
 NCCL_LINE = re.compile(r"NCCL (INFO|WARN)")
+NCCL_PREFIX = re.compile(r"^\S+:\d+:\d+ (\[\d+\] NCCL)")   # "host:pid:tid [0] NCCL ...": no host name kept
 HIDE = re.compile(r"Serial Number|UUID|Board Part Number|Board Id|GPU Part Number|Module ID|Bus Id|"
                   r"PCI Device/Vendor ID|PCI Sub System Id|Domain|Bus  |Device  ", re.IGNORECASE)
 
@@ -126,7 +127,7 @@ def main(argv=None) -> int:
         old.unlink()   # HTA reads every trace in the folder: only this run's
     t0 = time.time()
     data, text, rc = run_child(args, backend)
-    nccl = [ln for ln in text.splitlines() if NCCL_LINE.search(ln)]
+    nccl = [NCCL_PREFIX.sub(r"\1", ln) for ln in text.splitlines() if NCCL_LINE.search(ln)]
     if data is None:
         print(text[-4000:], file=sys.stderr)
         print(f"the child run failed (exit {rc}): nothing recorded", file=sys.stderr)
