@@ -4,7 +4,7 @@ A notebook asks a question; the learner computes an answer and calls
 `check("00.1", answer)`. The reply is `right`, `close` or `wrong`, with why.
 This module holds the registry and the comparisons; each part of the course
 registers its own exercises in its `exercises` module (`intro`, `case1`,
-`case2`), which also hands the notebook `check`. The expected answers are
+`case2`, `own`), which also hands the notebook `check`. The expected answers are
 computed there, never printed in the notebook.
 Defined in notebook 00_first_launch.
 """

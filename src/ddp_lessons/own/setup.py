@@ -6,7 +6,6 @@ optimizer, sampler, loader, test set, evaluator. The loops in `train` and
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from collections.abc import Callable
 
@@ -37,13 +36,13 @@ class Rank:
     threads: int
 
 
-def workers_and_threads(o: Options, device_type: str) -> tuple[int, int]:
-    """Loader workers and torch threads of this rank: as set, or the core budget."""
+def workers_and_threads(o: Options, device_type: str, ranks: int) -> tuple[int, int]:
+    """Loader workers and torch threads of this rank: as set, or the core budget
+    of `ranks` ranks sharing this machine's cores."""
     threads = torch.get_num_threads()   # the launcher set the rank's share of cores
     if o.num_workers != "budget":
         return o.num_workers, threads
-    b = cores.budget(runtime.cpu_count(), int(os.environ.get("LOCAL_WORLD_SIZE", runtime.world_size())),
-                     device_type)
+    b = cores.budget(runtime.cpu_count(), ranks, device_type)
     return b["workers"], min(threads, b["threads"])
 
 
@@ -54,28 +53,33 @@ def loader(ds, batch_size, sampler, workers, seed):
                       multiprocessing_context="fork" if workers and sys.platform == "linux" else None)
 
 
-def build(o: Options) -> Rank:
+def build(o: Options, group=None) -> Rank:
+    """This rank's objects; `group`: the process group of the ranks that train
+    (None: all of them)."""
     dev = runtime.device()
-    workers, threads = workers_and_threads(o, dev.type)
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    workers, threads = workers_and_threads(o, dev.type, world)
     torch.set_num_threads(threads)
     torch.manual_seed(o.seed)   # the same weights on every rank
     model = SmallResNet(width=o.width, with_unused_branch=o.unused_branch).to(dev)
-    ddp = wrap_ddp(model, dev, find_unused_parameters=o.find_unused_parameters)
+    ddp = wrap_ddp(model, dev, find_unused_parameters=o.find_unused_parameters, process_group=group)
     opt = torch.optim.SGD(ddp.parameters(), lr=o.lr, momentum=0.9)
     trainset = SyntheticCIFAR(o.train_size, o.seed, augment=True)
-    sampler = DistributedSampler(trainset, seed=o.seed)   # shuffles; the order changes only with set_epoch
+    # Shuffles; the order changes only with set_epoch.
+    sampler = DistributedSampler(trainset, num_replicas=world, rank=rank, seed=o.seed)
     testset = SyntheticCIFAR(o.test_size, o.seed + 1, augment=False)
     return Rank(o, dev, ddp, opt, sampler, loader(trainset, o.batch_size, sampler, workers, o.seed),
-                make_evaluator(o, ddp, testset, dev), make_log(o), workers, threads)
+                make_evaluator(o, ddp, testset, dev, group), make_log(o), workers, threads)
 
 
-def make_evaluator(o: Options, ddp, testset, dev) -> Callable[[], dict]:
+def make_evaluator(o: Options, ddp, testset, dev, group=None) -> Callable[[], dict]:
     """Accuracy on the test set: the whole set on every rank (the habit), or each
     rank's shard with the counts summed across ranks (distributed)."""
     if o.evaluation == "none":
         return lambda: {"samples": 0, "accuracy": None}
     sharded = o.evaluation == "distributed"
-    sampler = DistributedSampler(testset, shuffle=False) if sharded else None
+    sampler = (DistributedSampler(testset, dist.get_world_size(group), dist.get_rank(group), shuffle=False)
+               if sharded else None)
     test_loader = loader(testset, 4 * o.batch_size, sampler, 0, o.seed)
 
     def evaluate():
@@ -86,7 +90,7 @@ def make_evaluator(o: Options, ddp, testset, dev) -> Callable[[], dict]:
                 x, y = x.to(dev), y.to(dev)
                 counts += torch.stack([(ddp.module(x).argmax(1) == y).sum(), torch.tensor(len(y), device=dev)])
         if sharded:
-            dist.all_reduce(counts)
+            dist.all_reduce(counts, group=group)
         ddp.train()
         seen = int(counts[1])  # note: a CPU-GPU sync point, once per evaluation
         return {"samples": len(test_loader.dataset) if not sharded else len(sampler), "accuracy": float(counts[0]) / seen}

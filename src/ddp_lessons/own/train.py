@@ -15,7 +15,7 @@ import time
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from .. import runtime, spread
+from .. import spread
 from ..common import sync
 from ..launcher import report_progress
 from ..timing import StepTimer
@@ -46,12 +46,13 @@ def epoch(r: Rank, timer: StepTimer, e: int) -> int:
     return steps
 
 
-def train(o: Options) -> dict:
-    """Train for `o.epochs` epochs; per rank: every epoch's train and evaluation
-    time (seconds, host clock, the device synchronised at each edge), the
-    steps, the timer's per-step numbers, and what ran where."""
-    r = build(o)
-    timer = StepTimer(r.ddp)
+def train(o: Options, group=None) -> dict:
+    """Train for `o.epochs` epochs on the ranks of `group` (None: all); per rank:
+    every epoch's train and evaluation time (seconds, host clock, the device
+    synchronised at each edge), the steps, the timer's per-step numbers, and
+    what ran where."""
+    r = build(o, group)
+    timer = StepTimer(r.ddp, state=group)   # the hook all-reduces over the group that trains
     epochs, t_run = [], time.perf_counter()
     for e in range(o.epochs):
         sync(r.device)
@@ -66,7 +67,7 @@ def train(o: Options) -> dict:
                        "eval_s": time.perf_counter() - t1, **{f"eval_{k}": v for k, v in ev.items()}})
         report_progress(e + 1, o.epochs)
     wall = time.perf_counter() - t_run
-    return {"rank": runtime.rank(), "world_size": runtime.world_size(), "device": str(r.device),
+    return {"rank": dist.get_rank(group), "world_size": dist.get_world_size(group), "device": str(r.device),
             "backend": dist.get_backend() if dist.is_initialized() else None,
             "threads": r.threads, "workers": r.workers, "batch_size": o.batch_size,
             "wall_s": wall, "epochs": epochs, "timer": timer.result(), "order": sample_order(r)}
@@ -84,13 +85,22 @@ def sample_order(r: Rank) -> list[list[int]]:
 
 
 def rounds(setups: dict, n_rounds: int) -> dict:
-    """Run every setup (name -> Options) in `n_rounds` interleaved rounds;
-    returns name -> one `train` result per round, and the order they ran in."""
+    """Run every setup in `n_rounds` interleaved rounds. `setups`: name ->
+    Options (on every rank) or (Options, k): on ranks 0 .. k-1 only, while the
+    others wait, so one launch of 2 ranks times 1 rank against 2 in the same
+    rounds. Returns name -> this rank's `train` result per round (a rank
+    outside a setup has none), and the order they ran in."""
+    setups = {k: v if isinstance(v, tuple) else (v, dist.get_world_size()) for k, v in setups.items()}
+    # new_group is a collective of every rank, members or not: make each group once, up front.
+    groups = {k: None if k == dist.get_world_size() else dist.new_group(list(range(k)))
+              for k in sorted({k for _, k in setups.values()})}
     order = spread.interleave(list(setups), n_rounds)
     out = {name: [] for name in setups}
     for row in order:
         for name in row:
-            if dist.is_initialized():
-                dist.barrier()   # every rank starts the run together
-            out[name].append(train(setups[name]))
-    return {"runs": out, "order": order}
+            o, k = setups[name]
+            dist.barrier()   # every setup starts with all ranks together
+            if dist.get_rank() < k:
+                out[name].append(train(o, groups[k]))
+    dist.barrier()
+    return {"runs": out, "order": order, "rank": dist.get_rank()}

@@ -1,0 +1,279 @@
+# %% [markdown]
+# # 07 · Diagnose your own run: a third workload, the standard tools, and the fixes in order
+#
+# **What you will learn**
+# - to measure a DDP run of your own on 1 and 2 ranks in the same rounds, and to find where its time goes, ranked by cost;
+# - to read the standard tools on it: a `torch.profiler` trace (Perfetto), Holistic Trace Analysis, `TORCH_DISTRIBUTED_DEBUG=DETAIL`, `NCCL_DEBUG=INFO` and `nvidia-smi topo -m`;
+# - to budget cores across ranks, loader workers and threads, and to accumulate gradients with `no_sync`.
+#
+# **Builds on** both cases: `00_first_launch` (launching and timing), `03_case1_beyond` (distributed evaluation) and
+# `06_case2_breakeven` (when more ranks can pay). Previous: `06_case2_breakeven.ipynb`. This is the last notebook.
+#
+# The workload is neither case: a ResNet-18-like CNN on CIFAR-shaped synthetic images (3 x 32 x 32, 10 classes),
+# per-rank batch 32, with the habits a new user brings: random crop and flip in PIL in the main process,
+# `loss.item()` and a print every step, every rank evaluating the whole test set, no `sampler.set_epoch`.
+# The data are made in memory from a seed (no download). On the CPU it runs at quarter width (16 channels in the
+# first stage) on a small data set so the notebook stays short; the recorded GPU run uses half width (32).
+
+# %%
+import os
+import tempfile
+
+from ddp_lessons import launch, place, records
+from ddp_lessons.own import accumulate, claims, cores, gpu, results, trace, train, unused
+from ddp_lessons.own.exercises import check
+from ddp_lessons.own.model import SmallResNet, parameter_count
+from ddp_lessons.own.options import Options
+
+size = dict(width=16, train_size=256, test_size=1024, epochs=2)
+broken, fixed = Options.broken(**size), Options.fixed(**size)
+print(broken)
+print("the fixes:", fixed.diff(broken))
+print(f"{parameter_count(SmallResNet(width=16)):,} parameters at width 16, "
+      f"{parameter_count(SmallResNet(width=32)):,} at half width (ResNet-18: about 11.2 million)")
+
+# %% [markdown]
+# Where the ranks run. Every rank gets one core (`threads=1`), as each rank would get one GPU: the 1-rank run is
+# the one-device baseline.
+
+# %%
+where = place(2)
+print(where.describe())
+
+# %% [markdown]
+# ## 1 against 2 ranks, broken against fixed, in the same rounds
+# One launch of 2 ranks runs four setups in 3 interleaved rounds (A B C D, D C B A, ...): each setup on 1 rank
+# (rank 0 alone, rank 1 waiting) and on 2. A run's time is its slowest rank's wall time, and it includes the
+# evaluation between epochs, which happens outside every training step.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+setups = {"broken x1": (broken, 1), "broken x2": (broken, 2), "fixed x1": (fixed, 1), "fixed x2": (fixed, 2)}
+raw = launch(train.rounds, args=(setups, 3), world_size=2, threads=1, backend=where.backend, timeout=300)
+runs = results.setups(raw)
+times = {name: results.times(rounds) for name, rounds in runs.items()}
+for name, rounds in runs.items():
+    r = rounds[0][0]
+    print(f"{name:10s} run time per round {', '.join(f'{t:.2f}' for t in times[name])} s; "
+          f"rank 0 round 1: train {r['train_s']:.2f} s, evaluation {r['eval_s']:.2f} s of {r['eval_samples']} samples")
+
+# %% [markdown]
+# ## What the habits do, each checked
+# Without `set_epoch`, `DistributedSampler` shuffles with the same seed every epoch:
+
+# %%
+claims.same_order_each_epoch(raw[0]["runs"]["broken x1"][0]["order"]).show()
+claims.same_order_each_epoch(raw[0]["runs"]["fixed x1"][0]["order"]).show();
+
+# %% [markdown]
+# Every rank evaluates the whole test set, and it is a large part of each rank's time:
+
+# %%
+b2 = runs["broken x2"]
+claims.every_rank_evaluates_everything([r["eval_samples"] for r in b2[0]], broken.test_size).show()
+claims.evaluation_share_large([r["eval_share"] for ranks in b2 for r in ranks]).show()
+claims.evaluation_not_split([rs[0]["eval_s"] for rs in runs["broken x1"]], [[r["eval_s"] for r in rs] for rs in b2]).show();
+
+# %% [markdown]
+# The verdicts above say whether each rank re-does the whole evaluation on 2 ranks instead of half of it.
+# So the second rank only shares the training, and the speed-up is capped:
+
+# %%
+claims.speedup_below(times["broken x1"], times["broken x2"], 1.5).show();
+
+# %% [markdown]
+# ## Where the time goes, ranked by cost
+# Per rank on 2 ranks: the evaluation beyond the rank's share (`eval x (1 - 1/2)`), the wait for each batch,
+# the per-step `loss.item()` and print, and the all-reduce the backward pass did not hide (on gloo this includes
+# waiting for the slower rank: no common clock tells the two apart here).
+#
+# <!-- diagnose: where `ddp_lessons.diagnose(...)` takes over this table: findings ranked by cost, each with a cause. -->
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+costs = [results.costs(ranks, duplicated=True) for ranks in b2]
+for cause, lo, hi in results.ranked(costs[0]):
+    print(f"{cause:24s} {lo * 1e3:8.1f} .. {hi * 1e3:8.1f} ms per run (min .. max over ranks, round 1)")
+
+# %%
+claims.largest_cost(costs, "duplicated evaluation").show();
+
+# %% [markdown]
+# The verdict above says whether duplicated evaluation is the first thing to fix. The fixes, as options
+# (`fixed.diff(broken)` above): `evaluation="distributed"` (each rank its shard, two counts summed),
+# `set_epoch=True`, `step_log="none"`, `num_workers="budget"` (loader workers within the core budget, below).
+#
+# <!-- diagnose: fix in the order the findings give, then measure again with repeats (the rounds above). -->
+
+# %%
+claims.fix_is_faster(times["broken x2"], times["fixed x2"], 2).show();
+
+# %% [markdown]
+# That verdict compares the fixed and broken setups on 2 ranks round by round; the per-round times are printed
+# above. Whether 2 fixed ranks beat 1 rank depends on this machine (two cores shared with everything else it
+# runs); the recorded GPU run below gives the one-GPU figures.
+#
+# ## A profiler trace of a few steps
+# `torch.profiler` with a schedule: 1 step skipped, 1 warm-up step thrown away, 3 steps recorded, CPU activity
+# only here (CPU and CUDA on a GPU), shapes not recorded. The trace opens in https://ui.perfetto.dev or
+# `chrome://tracing`; one gzipped file per rank, in the folder layout Holistic Trace Analysis reads.
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    prof = launch(trace.profile_steps, args=(broken, tmp), world_size=1, threads=1, backend="gloo")[0]
+    print(sorted(os.listdir(tmp)), f"{len(prof['top'])} operators kept")
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for row in prof["top"][:8]:
+    print(f"{row['name'][:40]:40s} calls {row['calls']:5d}  self CPU {row['self_cpu_us'] / 1e3:8.1f} ms")
+
+# %% [markdown]
+# ## The recorded GPU run: Holistic Trace Analysis, NCCL's own words, the topology
+# The same workload at half width on one GPU under DDP and NCCL (world size 1), recorded by
+# `benchmarks/record_own_run_gpu.py` into `data/runs/own-run-h200x1/`:
+
+# %%
+rec = gpu.load()
+print(records.describe_machine(rec) if rec else "not recorded yet: run benchmarks/record_own_run_gpu.py on a GPU machine")
+
+# %% [markdown]
+# Its broken and fixed setups in 3 interleaved rounds on the one GPU (run time per round):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+gpu_times = {k: results.times(v) for k, v in results.setups(rec["results"]["rounds"]).items()} if rec else {}
+print({k: [f"{t:.3f} s" for t in v] for k, v in gpu_times.items()})
+
+# %%
+if rec:
+    gpu_runs = results.setups(rec["results"]["rounds"])
+    gpu_steps = {k: results.median_steps(v, rec["results"]["rounds"]["runs"][k]) for k, v in gpu_runs.items()}
+    claims.fix_is_faster(gpu_times["broken"], gpu_times["fixed"], 1).show()
+    claims.step_is_shorter(gpu_steps["broken"], gpu_steps["fixed"], "one GPU").show();
+
+# %% [markdown]
+# The two verdicts above say whether the fixes shorten the whole run and whether they shorten the step on one
+# GPU. At world size 1 distributed evaluation and `set_epoch` change nothing (one rank's shard is the whole set);
+# what differs is the per-step `loss.item()` and print, and 15 loader workers (the budget of 16 cores) in place
+# of the main process. Where the step is shorter but the run is not, the difference lies outside the steps:
+# the loader's workers are started again at every epoch (`persistent_workers=False`), and that start is in the
+# epoch's time, not in any step's.
+
+# %% [markdown]
+# HTA reads the trace folder and splits each rank's GPU time into computation, communication, memory copies and
+# idle time. At world size 1 there is one rank: HTA's views across ranks (stragglers, the same kernel's
+# duration on every rank) have nothing to compare, and DDP's all-reduce at world size 1 has no other rank to
+# send to, so its communication/computation overlap has nothing to measure.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+hta = gpu.hta_summary(gpu.folder() / "trace") if rec and gpu.hta_available() else {}
+for name, rows in hta.items():
+    print(name, rows if isinstance(rows, str) else rows[:6])
+print("" if hta else "needs the record and `pip install holistictraceanalysis`")
+
+# %%
+if hta and not isinstance(hta["temporal"], str):
+    claims.mostly_idle(hta["temporal"][0]["idle_time_pctg"]).show();
+
+# %% [markdown]
+# The verdict above says whether the GPU sat idle for most of the 3 traced steps. HTA's idle breakdown
+# (printed above) splits idle time into `host_wait` (the GPU waits for the host to queue work: a host-bound
+# step; the traced run is the broken setup, whose host also makes every batch in PIL and waits for
+# `loss.item()` each step) and `kernel_wait` (gaps
+# between queued kernels). In the trace (Perfetto: the CUDA stream row against the Python thread) the gaps sit
+# where the host prepares the next batch.
+
+# %% [markdown]
+# `NCCL_DEBUG=INFO` (set before the process group exists) makes NCCL say which network it bootstraps on, which
+# devices the communicator holds and, between GPUs, which transport each channel uses: `via P2P/IPC` (direct GPU
+# to GPU over NVLink or PCIe), `via SHM` (through host shared memory: no peer access), `NET/Socket` or `NET/IB`
+# (through a network: another machine, or no better path). The recorded lines, by subject:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+lines = rec["results"]["nccl_debug"]["lines"] if rec else []
+for kind, group in gpu.sort_nccl(lines).items():
+    print(f"-- {kind} ({len(group)} lines)", *group[:4], sep="\n")
+
+# %%
+if rec:
+    claims.no_peer_transport(lines, rec["config"]["world_size"]).show();
+
+# %% [markdown]
+# At world size 1 the communicator has one rank, so no channel connects two GPUs: the question "P2P or
+# through the host?" that case 1's PCIe assumption hangs on needs 2 GPUs. `nvidia-smi topo -m` answers it for
+# the hardware: `NV#` (NVLink), `PIX`/`PXB` (PCIe switches), `PHB`/`NODE`/`SYS` (through the host bridge or
+# between sockets: the slower paths).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+topo = rec["results"]["nvidia_smi_topo"] if rec else {"text": None, "reason": "not recorded"}
+print(topo["text"] or topo["reason"])
+
+# %% [markdown]
+# ## An unused parameter, named
+# A model with a head `forward` never calls, under DDP with `find_unused_parameters=False`, on 2 gloo ranks.
+# At the default debug level the error gives parameter indices; `TORCH_DISTRIBUTED_DEBUG=DETAIL` adds their
+# names (it also checks every collective across ranks, and slows them: not for timing runs).
+
+# %%
+errors = launch(unused.unused_parameter_errors, world_size=2, threads=1, backend="gloo")[0]
+names = unused.unused_names(SmallResNet(width=8, with_unused_branch=True))
+print(errors["DETAIL"])
+
+# %%
+claims.names_parameters(errors["DETAIL"], names).show()
+claims.names_parameters(errors["OFF"], names).show();
+
+# %% [markdown]
+# ## Core budgeting
+# Every rank's threads and loader workers share the machine's cores. The budget: a rank's share is
+# cores // ranks; on a GPU one thread queues kernels and the rest of the share loads data; on a CPU the threads
+# keep most of it.
+
+# %%
+for cores_, ranks, dev in [(2, 1, "cpu"), (2, 2, "cpu"), (16, 1, "cuda"), (64, 4, "cuda"), (128, 8, "cuda")]:
+    b = cores.budget(cores_, ranks, dev)
+    print(f"{cores_:4d} cores, {ranks} {dev} rank(s): {b['workers']:2d} workers + {b['threads']} thread(s) per rank")
+
+# %% [markdown]
+# A common copied setting, `num_workers=4` beside 2 threads on each of 2 ranks of a 2-core machine:
+
+# %%
+claims.oversubscribed(cores.load(cores=2, ranks=2, workers=4, threads=2)).show();
+
+# %% [markdown]
+# ## Gradient accumulation with `no_sync`
+# k micro-batches per optimizer step; inside `ddp.no_sync()` backward keeps gradients local, the last
+# micro-batch all-reduces their sum. On 2 ranks, micro-batch 8, k = 4 (an MLP: BatchNorm's statistics are
+# per micro-batch, so a BatchNorm model's accumulated gradient is not the large batch's):
+
+# %%
+acc = launch(accumulate.accumulate, kwargs={"use_no_sync": True}, world_size=2, threads=1, backend="gloo")[0]
+plain = launch(accumulate.accumulate, kwargs={"use_no_sync": False}, world_size=2, threads=1, backend="gloo")[0]
+print(f"{acc['samples']} samples per step; all-reduces: {acc['allreduce_calls']} with no_sync, {plain['allreduce_calls']} without")
+
+# %%
+claims.same_gradients(acc["max_abs_diff"], acc["max_abs_grad"]).show()
+claims.fewer_allreduces(acc["allreduce_calls"], plain["allreduce_calls"]).show();
+
+# %% [markdown]
+# ## Summary
+# - Measure 1 and 2 ranks in the same rounds, and time what happens between the steps: here the evaluation
+#   between epochs, which step timings alone never see.
+# - Rank the avoidable costs, fix the largest first (the verdicts above say which it was here), then measure again.
+# - The standard tools each answer one question: the profiler where a step's time goes; HTA how busy the GPU
+#   was and, on several ranks, who waited for whom; DETAIL which parameters DDP waited for; NCCL_DEBUG and
+#   `nvidia-smi topo -m` which path the bytes take.
+#
+# ## Exercises
+# 1. A machine has 16 cores and 4 GPUs, one rank each. How many loader workers per rank does the core budget allow? `check("07.1", answer)`
+# 2. `no_sync` accumulation with a micro-batch of 8 per rank, 4 micro-batches per optimizer step, 8 ranks: how many samples does one optimizer step see? `check("07.2", answer)`
+# 3. On 2 ranks an epoch takes 6 s of training and 4 s of evaluation, every rank evaluating the whole test set. With the evaluation split between the ranks, how long is the epoch? `check("07.3", answer)`
+
+# %%
+check("07.1", ...)
+check("07.2", ...)
+check("07.3", ...)
