@@ -33,13 +33,13 @@ Two ways to get the all-reduce (`mode=`):
   one H200 at 2 ms), timed or not.
 - "light" (the default for a DDP model on a GPU without `hook=`): DDP keeps
   its own C++ all-reduce (or the `hook=` given, registered as it is; without
-  the flight recorder the bytes are then the gradients') and the timer reads
-  DDP's own per-iteration timings and, on NCCL, the flight recorder's
-  per-collective GPU durations (`timing.light` says how). Per step: the
-  all-reduce's time (`allreduce`: the flight recorder's kernel time where it
-  has one, else DDP's span from the first bucket handed over to the last
-  all-reduce waited for, also kept as `allreduce_span`), `exposed`, calls and
-  bytes; per collective `bucket_durations`; `buckets` stays empty (no bucket
+  the flight recorder the bytes are then the gradients') and the timer reads,
+  on NCCL, the flight recorder's per-collective GPU durations, elsewhere (or
+  with `ddp_logging=True`) DDP's own per-iteration timings (`timing.light`
+  says how). Per step: the all-reduce's time (`allreduce`: the flight
+  recorder's kernel time where it has one, else DDP's span from the first
+  bucket handed over to the last all-reduce waited for, also kept as
+  `allreduce_span`), `exposed` (from DDP's timings only), calls and bytes; per collective `bucket_durations`; `buckets` stays empty (no bucket
   is placed on the step's time axis). `result()["comm_source"]` names where
   the numbers came from.
 """
@@ -102,10 +102,13 @@ class StepTimer:
     `mode`: "full" or "light" (module docstring); None picks "light" for a
     DDP model on a GPU that keeps DDP's own all-reduce (`hook=None`), and
     "full" otherwise: a Python hook costs what it costs anyway, and wrapped
-    it reports the bytes it really sends. In "light", `ddp_logging=False`
-    skips DDP's timings (no per-step read, no exposed time) and
-    `flight_recorder=False` the flight recorder (which turns on timing of the
-    model's process group's collectives).
+    it reports the bytes it really sends. In "light", `ddp_logging=True`
+    adds DDP's timings (the all-reduce's span and the exposed part; a read per
+    step, and on CUDA a wait on the previous step's events), `False` leaves
+    them out (no exposed time); None, the default, adds them only where the
+    flight recorder is not there (not NCCL). `flight_recorder=False` skips
+    the flight recorder (which turns on timing of the model's process
+    group's collectives).
     `enabled=False` turns every mark into a no-op: the same training loop then
     runs uninstrumented (the overhead benchmark).
     `time_comm=False` times the phases only.
@@ -113,7 +116,7 @@ class StepTimer:
     """
 
     def __init__(self, ddp_model=None, device=None, enabled=True, hook=None, state=None,
-                 time_comm=True, mode=None, ddp_logging=True, flight_recorder=True,
+                 time_comm=True, mode=None, ddp_logging=None, flight_recorder=True,
                  ring_size=4096):
         self.enabled = enabled
         device = torch.device(device) if device is not None else _model_device(ddp_model)
@@ -129,9 +132,13 @@ class StepTimer:
         self._steps, self._buckets = [], []
         self._ddp = self._fr = None
         if self.mode == "light" and self.times_comm and ddp_model is not None:
-            self._ddp = light.DDPLogging(ddp_model) if ddp_logging else None
             if flight_recorder and _is_nccl(ddp_model) and light.flight_recorder_available():
                 self._fr = light.FlightRecorderSource(ddp_model.process_group)
+            # DDP's timings cost a host wait on CUDA events every step (+25% on a 2 ms
+            # H200 step, data/runs/timer-validation-h200x1): by default only where the
+            # flight recorder is not there to give the all-reduce's time instead.
+            use_ddp = self._fr is None if ddp_logging is None else ddp_logging
+            self._ddp = light.DDPLogging(ddp_model) if use_ddp else None
         self._new_step()
         state, hook = self.comm_hook()
         if ddp_model is not None and hook is not None:
