@@ -3,7 +3,7 @@
 Floors (see src/ddp_lessons/__init__.py): the ground floor (runtime, common,
 launcher, timing, records, plots, allreduce, exercises, cmdline, ... : every
 top-level module that is not one of the floors above, and the package's own
-__init__, which runs before any of its modules) ; intro, case1, case2 ; cli
+__init__, which runs before any of its modules) ; intro, case1, case2, own ; cli
 and __main__. A module imports only from its own floor's package or below;
 runtime and common import nothing from ddp_lessons.
 
@@ -36,7 +36,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "ddp_lessons"
-CASES = ("intro", "case1", "case2")   # the floor above the ground: never import each other
+CASES = ("intro", "case1", "case2", "own")   # the floor above the ground: never import each other
 TOP = ("cli", "__main__")             # the top floor
 LEAVES = ("runtime", "common")        # import nothing from the package
 

@@ -8,7 +8,8 @@ The package the course's notebooks import, read from the ground floor up:
   `allreduce` (all-reduce over message sizes and its one cost model),
   `records` (run records), `spread` (statistics of repeated runs), `plots`,
   `exercises`, `common`, `cmdline`;
-- `intro` (notebook 00's workers), `case1` (notebooks 01-03), `case2` (04-06);
+- `intro` (notebook 00's workers), `case1` (notebooks 01-03), `case2` (04-06),
+  `own` (notebook 07: a learner's own run, and the standard tools on it);
 - `cli`: `python -m ddp_lessons COMMAND`.
 
 Arrows point down: a case imports the ground floor, never the other way.

@@ -1,0 +1,14 @@
+"""Notebook 07's workload, a learner's own run that is neither case: a
+half-width ResNet-18-like CNN on CIFAR-shaped synthetic data, with the habits
+a new user brings, and the fixes as options.
+
+model · data · options (the habits and the fixes) · setup (options -> one
+rank's objects) · train (the timed loop; interleaved rounds) · trace
+(torch.profiler, exported for Perfetto and HTA) · cores (core budgeting) ·
+accumulate (no_sync) · unused (TORCH_DISTRIBUTED_DEBUG) · records (the GPU
+record read back) · claims · exercises.
+"""
+
+from .options import Options
+
+__all__ = ["Options"]

@@ -1,0 +1,96 @@
+"""One rank's training run of the workload, timed: every step with `StepTimer`,
+and around them what happens between epochs (the evaluation), so the epoch's
+wall time is accounted for (`train_s` + `eval_s` per epoch, per rank).
+
+`train(options)` is the worker `launch` runs; `rounds(setups, rounds)` runs
+several setups in interleaved rounds inside one launch (A B, B A, ...), so a
+comparison does not pay a process start per run and no setup always runs
+first. Defined in notebook 07_diagnose_your_own_run.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from .. import runtime, spread
+from ..common import sync
+from ..launcher import report_progress
+from ..timing import StepTimer
+from .options import Options
+from .setup import Rank, build
+
+
+def epoch(r: Rank, timer: StepTimer, e: int) -> int:
+    """One epoch of training steps; returns how many it took."""
+    if r.o.set_epoch:
+        r.sampler.set_epoch(e)
+    steps = 0
+    for x, y in timer.data(r.loader):
+        x, y = x.to(r.device, non_blocking=True), y.to(r.device, non_blocking=True)
+        with timer.phase("forward"):
+            loss = F.cross_entropy(r.ddp(x), y)
+        with timer.phase("backward"):
+            loss.backward()
+        with timer.phase("optimizer"):
+            r.opt.step()
+            r.opt.zero_grad(set_to_none=True)
+        with timer.phase("log"):
+            r.log(e, steps, loss)
+        timer.step_done()
+        steps += 1
+        if r.o.steps_limit and steps >= r.o.steps_limit:
+            break
+    return steps
+
+
+def train(o: Options) -> dict:
+    """Train for `o.epochs` epochs; per rank: every epoch's train and evaluation
+    time (seconds, host clock, the device synchronised at each edge), the
+    steps, the timer's per-step numbers, and what ran where."""
+    r = build(o)
+    timer = StepTimer(r.ddp)
+    epochs, t_run = [], time.perf_counter()
+    for e in range(o.epochs):
+        sync(r.device)
+        t0 = time.perf_counter()
+        first = sum(ep["steps"] for ep in epochs)   # this epoch's first step in the timer
+        steps = epoch(r, timer, e)
+        sync(r.device)
+        t1 = time.perf_counter()
+        ev = r.evaluate()
+        sync(r.device)
+        epochs.append({"epoch": e, "steps": steps, "first_step": first, "train_s": t1 - t0,
+                       "eval_s": time.perf_counter() - t1, **{f"eval_{k}": v for k, v in ev.items()}})
+        report_progress(e + 1, o.epochs)
+    wall = time.perf_counter() - t_run
+    return {"rank": runtime.rank(), "world_size": runtime.world_size(), "device": str(r.device),
+            "backend": dist.get_backend() if dist.is_initialized() else None,
+            "threads": r.threads, "workers": r.workers, "batch_size": o.batch_size,
+            "wall_s": wall, "epochs": epochs, "timer": timer.result(), "order": sample_order(r)}
+
+
+def sample_order(r: Rank) -> list[list[int]]:
+    """The first indices this rank's sampler gives in epochs 0 and 1, as the
+    options leave it: without set_epoch both epochs see the same order."""
+    out = []
+    for e in (0, 1):
+        if r.o.set_epoch:
+            r.sampler.set_epoch(e)
+        out.append(list(iter(r.sampler))[:8])
+    return out
+
+
+def rounds(setups: dict, n_rounds: int) -> dict:
+    """Run every setup (name -> Options) in `n_rounds` interleaved rounds;
+    returns name -> one `train` result per round, and the order they ran in."""
+    order = spread.interleave(list(setups), n_rounds)
+    out = {name: [] for name in setups}
+    for row in order:
+        for name in row:
+            if dist.is_initialized():
+                dist.barrier()   # every rank starts the run together
+            out[name].append(train(setups[name]))
+    return {"runs": out, "order": order}
