@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         rec = records.make_record("notebook-run", config, entries)
         if rec["machine"]["gpus"]:
             rec["machine"]["topology"] = records.gpu_topology()
-        print("saved", records.save(rec, args.record, overwrite=args.overwrite))
+        print("saved", records.save(rec, args.record, runs_dir=records.RUNS_DIR, overwrite=args.overwrite))
     return 0 if all(e["passed"] for e in entries) else 1
 
 
