@@ -134,7 +134,7 @@ class Run:
         rec = records.make_record("timer_validation", {**vars(a), "backend": self.backend, "gpus": self.gpus},
                                   self.results, backend=self.backend)
         if a.record:
-            records.save(rec, a.record, overwrite=True)
+            records.save(rec, a.record, runs_dir=records.RUNS_DIR, overwrite=True)
         if a.out:
             records.save(rec, Path(a.out).resolve() / f"{self.name}.json", overwrite=True)
         self.record = rec

@@ -13,3 +13,12 @@ def each_rank_raises():
 
 def echo(a, b=0, *, scale=1):
     return {"rank": dist.get_rank(), "value": (a + b) * scale}
+
+
+def chatty():
+    """Prints to stdout and stderr, then returns its rank."""
+    import sys
+    rank = dist.get_rank()
+    print(f"rank {rank} says hello")
+    print(f"rank {rank} warns", file=sys.stderr)
+    return rank
