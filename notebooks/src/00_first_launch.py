@@ -129,11 +129,11 @@ except Exception as e:
 # %% [markdown]
 # A collective that never completes (rank 1 skips the all-reduce rank 0 waits in) would hang for the
 # backend's default 30 minutes; `launch` stops the run at its `timeout` and names the ranks that did not finish
-# (3 s here; 20 s for NCCL ranks, whose start-up alone can take seconds):
+# (6 s here; 20 s for NCCL ranks, whose start-up alone can take seconds):
 
 # %%
 try:
-    launch(workers.fail_on, (1, "skip"), world_size=where.world_size, timeout=3 if where.device == "cpu" else 20)
+    launch(workers.fail_on, (1, "skip"), world_size=where.world_size, timeout=6 if where.device == "cpu" else 20)
 except Exception as e:
     print(type(e).__name__, "|", e.summary)
 
