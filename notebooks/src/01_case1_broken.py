@@ -191,19 +191,11 @@ print("who evaluated:", [r["rank"] for r in two if r["epochs"][0]["eval"] is not
 claims.eval_wait(edge).show();
 
 # %% [markdown]
-# The same measurement with every rank evaluating its own shard (`evaluation="distributed"`, 6 steps per
-# epoch to keep it short; 03 shows it gives the same result). The same function of the numbers:
-
-# %%
-shared = launch(case1.train, (posted.replace(evaluation="distributed", steps_limit=6), None, 2),
-                world_size=where.world_size, backend=where.backend, threads=1)
-claims.eval_wait(claims.epoch_boundary(shared)).show();
-
-# %% [markdown]
-# Read the two verdicts together: where the first holds and the second does not, rank 1's blocked time
-# is rank 0's evaluation (the loader restart is on both ranks and in its own column above, not in the
-# all-reduce), and sharing the evaluation removes it. Rank 0 waits for nobody in the posted setup: its own
-# first all-reduce is an ordinary one.
+# Where the verdict holds, rank 1's extra blocked time is rank 0's evaluation: the loader restart is on
+# both ranks, in its own column above, and taken out of the all-reduce's excess. Rank 0 waits for nobody:
+# its own first all-reduce is an ordinary one. The verdict is a function of these numbers that comes out
+# "does not hold" when rank 1's first all-reduce is an ordinary one too. Sharing the evaluation over the
+# ranks is 03's fix.
 # The post's clock (`time.time()` around the loop, on every rank, evaluation left out) then hides
 # the evaluation on rank 0 but, where the first verdict holds, charges it to rank 1's next epoch. Explore every rank and run:
 
@@ -259,8 +251,8 @@ if gpu:
 #   (counted above). Without a launcher the script fails before training (`device` unbound).
 # - The split does not make the epoch twice as fast: the verdict on the step times says so for this machine.
 # - Each rank all-reduces the whole gradient every step, unused heads included (counted).
-# - Only rank 0 evaluates; the verdicts above say whether rank 1 is blocked in its first all-reduce of the
-#   next epoch meanwhile, and whether that wait goes when every rank evaluates its shard.
+# - Only rank 0 evaluates; the verdict above says whether rank 1 is blocked in its first all-reduce of the
+#   next epoch meanwhile (loader restart taken out).
 #
 # Next, `02_case1_answer.ipynb` tests the accepted answer's fixes one at a time.
 #

@@ -79,7 +79,6 @@ for name, res in runs.items():
           f"{r['steps_per_epoch']:2d} steps/epoch, peak LR {r['lr_peak']:.0e}, "
           f"schedule sized for {r['schedule_steps']} steps, ran {len(r['lrs'])}")
 
-
 # %% [markdown]
 # Counted: halving keeps the one-GPU global batch (8) and so the one-GPU step count, 44 steps per rank on
 # half-size batches; keeping the batch halves the steps (22 instead of 44) and doubles the global batch,
@@ -97,6 +96,7 @@ print({n: [round(t, 2) for t in v] for n, v in epoch.items()}, "s of steps per e
 
 # %%
 claims.epoch_longer_halved(epoch["kept"], epoch["halved"]).show();
+
 
 # %% [markdown]
 # The verdict says, for this machine, whether halving the batch gives the longer epoch; the answer's
