@@ -51,7 +51,7 @@ def main():
     if args.record:
         rec = records.make_record("launch-vs-torchrun", vars(args), {"launch": [a for a, _ in rows],
                                   "torchrun": [b for _, b in rows], "median_ratio": ratio}, backend="gloo")
-        print("saved", records.save(rec, args.record, overwrite=True))
+        print("saved", records.save(rec, args.record, runs_dir=records.RUNS_DIR, overwrite=True))
 
 
 if __name__ == "__main__":

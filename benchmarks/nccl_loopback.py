@@ -56,7 +56,7 @@ def main() -> None:
     if args.record:
         rec = records.make_record("nccl-loopback", {"variants": VARIANTS}, results, backend="nccl")
         rec["machine"]["topology"] = records.gpu_topology()
-        print("saved", records.save(rec, args.record, overwrite=args.overwrite))
+        print("saved", records.save(rec, args.record, runs_dir=records.RUNS_DIR, overwrite=args.overwrite))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ One run answers it (`ddp_lessons.intro.timer_bench` is the worker, `timer_agree`
 the checks, `timer_check` reads the record back). Parts, each its own launch:
 
   main   world size 1: modes builtin (DDP's C++ all-reduce, no timer), light,
-         light_fr (light without DDP's logging), full (per-bucket timing hook),
+         light_ddp (light with DDP's own timings read every step), full (per-bucket timing hook),
          pyhook (torch's allreduce_hook, no timer): --rounds interleaved rounds
          of --steps steps of case 2's step; paired overhead per round against
          builtin. Then --profile-steps steps of light and full under
@@ -12,7 +12,7 @@ the checks, `timer_check` reads the record back). Parts, each its own launch:
          recorder durations against kernel times on AVG all-reduces of 4, 32
          and 256 MB (at world size 1 NCCL runs a kernel for AVG, none for an
          in-place SUM), and per-call costs.
-  fr     builtin, light and light_fr again with the flight recorder's ring set
+  fr     builtin, light and light_ddp again with the flight recorder's ring set
          explicitly (TORCH_NCCL_TRACE_BUFFER_SIZE = TORCH_FR_BUFFER_SIZE = 2000;
          torch turns it on with 2000 entries by default since 2.6), and light
          under the profiler.
@@ -134,7 +134,7 @@ class Run:
         rec = records.make_record("timer_validation", {**vars(a), "backend": self.backend, "gpus": self.gpus},
                                   self.results, backend=self.backend)
         if a.record:
-            records.save(rec, a.record, overwrite=True)
+            records.save(rec, a.record, runs_dir=records.RUNS_DIR, overwrite=True)
         if a.out:
             records.save(rec, Path(a.out).resolve() / f"{self.name}.json", overwrite=True)
         self.record = rec
@@ -171,10 +171,10 @@ def _stderr_to_file():
 def main():
     args = parse_args()
     r = Run(args)
-    all_modes = ["builtin", "light", "light_fr", "full", "pyhook"]
+    all_modes = ["builtin", "light", "light_ddp", "full", "pyhook"]
     gloo = r.backend == "gloo"
     r.part("main", 2 if gloo else 1, all_modes, ["light", "full"], 0.35)
-    r.part("fr", 2 if gloo else 1, ["builtin", "light", "light_fr"], ["light"], 0.25, FR_ENV)
+    r.part("fr", 2 if gloo else 1, ["builtin", "light", "light_ddp"], ["light"], 0.25, FR_ENV)
     if not gloo and r.gpus > 1:
         r.part(f"ws{r.gpus}", r.gpus, all_modes, ["light", "full"], 0.2)
     r.probe("probe_timing_env", dict(FR_ENV, TORCH_NCCL_ENABLE_TIMING="1"))

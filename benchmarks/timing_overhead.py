@@ -40,7 +40,7 @@ def main():
         rec = records.make_record("overhead", vars(args), {"times": times, "median": med,
                                   "overhead": med["full"] / med["off"] - 1,
                                   "overhead_light": med["light"] / med["off"] - 1}, backend=args.backend)
-        print("saved", records.save(rec, args.record, overwrite=True))
+        print("saved", records.save(rec, args.record, runs_dir=records.RUNS_DIR, overwrite=True))
 
 
 if __name__ == "__main__":

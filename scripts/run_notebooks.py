@@ -107,6 +107,10 @@ def main(argv=None) -> int:
         args.keep_executed.mkdir(parents=True, exist_ok=True)
     names = [Path(n).stem for n in args.only] or [q.stem for q in sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))]
     os.environ["DDP_LESSONS_PROGRESS"] = "0"  # the kernels inherit it: no live progress widgets
+    from ddp_lessons import records
+    from ddp_lessons.common import RUNS_DIR
+    if args.record and records._path(args.record, RUNS_DIR).exists() and not args.overwrite:
+        p.error(f"data/runs/{args.record}.json exists: pass --overwrite or choose another name")
     entries = []
     with tempfile.TemporaryDirectory(prefix="ddp_lessons-kernel-") as spec_dir:
         for name in names:
@@ -115,15 +119,22 @@ def main(argv=None) -> int:
             err = entry["error"]
             how = "passed" if entry["passed"] else f"FAILED at cell {err['cell']}: {err['ename']}: {err['evalue']}"
             print(f"{name}: {how} ({entry['seconds']:.1f} s)", flush=True)
+            if args.record:  # rewritten after every notebook: a run cut short keeps what it did
+                _save(args, names, entries, records, RUNS_DIR)
     if args.record:
-        from ddp_lessons import records
-        config = {"notebooks": names, "timeout": args.timeout, "from_source": args.from_source,
-                  "kernel": [sys.executable, "-m", "ipykernel_launcher"]}
-        rec = records.make_record("notebook-run", config, entries)
-        if rec["machine"]["gpus"]:
-            rec["machine"]["topology"] = records.gpu_topology()
-        print("saved", records.save(rec, args.record, overwrite=args.overwrite))
+        print("saved", records._path(args.record, RUNS_DIR))
     return 0 if all(e["passed"] for e in entries) else 1
+
+
+def _save(args, names, entries, records, runs_dir):
+    config = {"notebooks": names, "timeout": args.timeout, "from_source": args.from_source,
+              "kernel": [sys.executable, "-m", "ipykernel_launcher"], "done": len(entries)}
+    rec = records.make_record("notebook-run", config, entries)
+    if rec["machine"]["gpus"]:
+        rec["machine"]["topology"] = records.gpu_topology()
+    records.save(rec, args.record, runs_dir=runs_dir, overwrite=True)
+    for d in (args.keep_executed,) if args.keep_executed else ():
+        records.save(rec, args.record, runs_dir=d, overwrite=True)
 
 
 if __name__ == "__main__":

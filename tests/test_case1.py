@@ -87,10 +87,20 @@ def test_posted_evaluation_runs_on_rank_0_only(posted, fixed):
 
 
 def test_distributed_evaluation_equals_single_process(root):
+    # a model that gets some answers right, so equal counts mean something
     o = case1.Options.fixed(**FAST)
-    single = evaluate_worker(o, root, distributed=False)
-    shards = launch(evaluate_worker, (o, root, True), world_size=2)
-    assert shards[0] == shards[1] == single and single["n"] == 11
+    single = evaluate_worker(o, root, distributed=False, fixture=True)
+    shards = launch(evaluate_worker, (o, root, True), dict(fixture=True), world_size=2)
+    assert single["n"] == 11 and 0 < single["counts"][1] + single["counts"][3] < 11
+    assert shards[0] == shards[1] == single
+    # the counter-example: DistributedSampler pads 11 questions to 2 x 6, one counted twice
+    padded = launch(evaluate_worker, (o, root, True), dict(fixture=True, sampler="padded"), world_size=2)
+    assert padded[0]["n"] == 12 and padded[0]["counts"] != single["counts"]
+
+
+def test_evaluate_worker_refuses_an_unknown_sampler(root):
+    with pytest.raises(ValueError, match="use one of"):
+        evaluate_worker(case1.Options.fixed(**FAST), root, distributed=False, sampler="pad")
 
 
 def test_find_unused_false_with_heads_fails_with_ddps_message(root):

@@ -50,3 +50,9 @@ def test_script_without_main_guard_is_told_about_it(tmp_path):
     assert "WorkerFailed" in proc.stderr
     assert 'if __name__ == "__main__":' in proc.stderr
     assert "its traceback follows" not in proc.stderr
+
+
+def test_worker_output_of_a_successful_run_is_kept():
+    out = launch(ew.chatty, world_size=2)
+    assert list(out) == [0, 1]
+    assert all(f"rank {r} says hello" in out.logs[r] and f"rank {r} warns" in out.logs[r] for r in (0, 1))

@@ -56,6 +56,37 @@ def test_missing_and_foreign_files(tmp_path):
 
 
 def test_every_committed_record_loads():
-    for name in records.list_records():
-        rec = records.load(name)
+    for name in records.list_records(runs_dir=records.RUNS_DIR):
+        rec = records.load(name, runs_dir=records.RUNS_DIR)
         assert rec["machine"]["torch"]
+
+
+def test_records_go_to_runs_in_the_current_directory_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(records.ENV_VAR, raising=False)
+    path = records.save(_rec(), "mine")
+    assert path.resolve() == (tmp_path / "runs" / "mine.json").resolve()
+    assert records.load("mine")["kind"] == "test" and "mine" in records.list_records("test")
+
+
+def test_the_environment_variable_names_the_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(records.ENV_VAR, str(tmp_path / "elsewhere"))
+    assert records.save(_rec(), "mine") == tmp_path / "elsewhere" / "mine.json"
+    assert records.load("mine")["kind"] == "test"
+
+
+def test_a_name_not_in_the_users_folder_is_read_from_the_course_records(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(records.ENV_VAR, raising=False)
+    name = records.list_records(runs_dir=records.RUNS_DIR)[0]
+    assert records.load(name) == records.load(name, runs_dir=records.RUNS_DIR)
+    assert not (tmp_path / "runs").exists()  # reading writes nothing
+
+
+def test_the_default_folder_is_never_inside_the_package(tmp_path, monkeypatch):
+    import ddp_lessons
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(records.ENV_VAR, raising=False)
+    package = os.path.dirname(ddp_lessons.__file__)
+    assert not str(records.default_dir().resolve()).startswith(package)

@@ -34,7 +34,7 @@ def save_record(args, kind, config, results, **extra):
     rec = records.make_record(kind, config, results, backend=backend, **extra)
     if rec["machine"]["gpus"]:
         rec["machine"]["topology"] = records.gpu_topology()
-    path = records.save(rec, args.record, overwrite=args.overwrite)
+    path = records.save(rec, args.record, runs_dir=records.RUNS_DIR, overwrite=args.overwrite)
     print(f"saved {path}")
     return path
 

@@ -1,9 +1,12 @@
 """The course's three figures, from the timings `StepTimer` returns.
 
 - `step_breakdown`: per rank, each step stacked as data wait, forward,
-  backward compute, exposed all-reduce and optimizer, with the all-reduce's
-  whole busy time drawn over it (the part above the exposed bar was hidden
-  behind the backward pass);
+  backward compute, waiting for a slower rank, exposed all-reduce, optimizer,
+  any other phase, and the step's remainder no phase covers, with the step
+  time and the all-reduce's whole busy time drawn over it (the part above the
+  exposed bar was hidden behind the backward pass);
+- `compare`: runs side by side (`ddp_lessons.compare`): throughput with the
+  min-max of repeats, and each run's median step split into its phases;
 - `timeline`: one step, one row per rank: backward compute and every
   bucket's all-reduce on a time axis, so overlap is visible;
 - `bandwidth`: all-reduce time and busbw over message size, with the fitted
@@ -21,22 +24,39 @@ from .allreduce import predict_time
 
 PARTS = [("data", "data wait", "#bbbbbb"), ("forward", "forward", "#4c72b0"),
          ("backward_compute", "backward compute", "#55a868"),
-         ("exposed", "exposed all-reduce", "#c44e52"), ("optimizer", "optimizer", "#8172b2")]
+         ("wait", "waiting for a slower rank", "#ffbf00"),
+         ("exposed_comm", "exposed all-reduce", "#c44e52"), ("optimizer", "optimizer", "#8172b2")]
+_KNOWN = {"forward", "backward", "optimizer"}
+_OTHER_COLORS = ["#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"]
+
+
+def _step_parts(s: dict, others: list) -> dict:
+    """One step's stacked parts (seconds): the fixed ones, other phases, the remainder."""
+    parts = {k: s.get(k, 0.0) or 0.0 for k, _, _ in PARTS if k != "exposed_comm"}
+    parts["exposed_comm"] = max(0.0, s.get("exposed", 0.0) - parts["wait"])
+    parts.update({k: s.get(k, 0.0) for k in others})
+    parts["remainder"] = max(0.0, s["step_time"] - sum(parts.values()))
+    return parts
 
 
 def step_breakdown(rank_times: list[dict], title: str = "", skip: int = 0, unit: float = 1e3):
-    """Stacked per-step time of every rank (ms); the black line is all-reduce busy time."""
+    """Stacked per-step time of every rank (ms): fixed parts, other phases, the
+    remainder; the grey line is the step time, the black one all-reduce busy time."""
     n = len(rank_times)
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.2), sharey=True, squeeze=False)
     for ax, times in zip(axes[0], rank_times):
         steps = times["steps"][skip:]
+        others = list(dict.fromkeys(k for s in steps for k in s.get("phases", {}) if k not in _KNOWN))
+        rows = [_step_parts(s, others) for s in steps]
         xs = [s["step"] for s in steps]
         bottom = [0.0] * len(steps)
-        for key, label, color in PARTS:
-            vals = [s.get(key, 0.0) * unit for s in steps]
-            ax.bar(xs, vals, bottom=bottom, color=color, label=label, width=0.85)
+        styles = PARTS + [(k, k, _OTHER_COLORS[i % len(_OTHER_COLORS)]) for i, k in enumerate(others)]
+        for key, label, color in styles + [("remainder", "no phase (remainder)", "#eeeeee")]:
+            vals = [r[key] * unit for r in rows]
+            ax.bar(xs, vals, bottom=bottom, color=color, label=label, width=0.85, edgecolor="none")
             bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.plot(xs, [s["allreduce"] * unit for s in steps], "k.-", lw=1, label="all-reduce busy")
+        ax.plot(xs, [s["step_time"] * unit for s in steps], "_", color="#555555", ms=8, label="step time")
+        ax.plot(xs, [s.get("allreduce", 0.0) * unit for s in steps], "k.-", lw=1, label="all-reduce busy")
         ax.set_title(f"rank {times['rank']}" + (f" ({times['device']})" if times.get("device") else ""))
         ax.set_xlabel("step")
     axes[0][0].set_ylabel("time per step (ms)")
@@ -93,3 +113,33 @@ def bandwidth(series: list[tuple], title: str = "all-reduce over message size"):
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def compare(comparison, title: str = "runs compared"):
+    """`comparison` from `ddp_lessons.compare`: throughput (median, min-max of
+    repeats) per run, and each run's median step split into its phases (ms)."""
+    names = list(comparison.rows)
+    rows = [comparison.rows[n] for n in names]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    tp = [r[comparison.metric] for r in rows]
+    med = [t["median"] if t else 0.0 for t in tp]
+    err = [[m - (t["min"] if t else 0.0) for m, t in zip(med, tp)], [(t["max"] if t else 0.0) - m for m, t in zip(med, tp)]]
+    a1.bar(names, med, yerr=err, capsize=4, color="#4c72b0")
+    a1.set_ylabel("samples/s (median, min-max of repeats)")
+    # stacked: the parts of a step; "wait" is inside "exposed", the all-reduce partly hidden
+    keys = list(dict.fromkeys(k for r in rows for k in r["phases"] if k not in ("allreduce", "wait")))
+    bottom = [0.0] * len(rows)
+    for i, k in enumerate(keys):
+        vals = [(r["phases"].get(k) or {"median": 0.0})["median"] * 1e3 for r in rows]
+        a2.bar(names, vals, bottom=bottom, label=k, color=(PARTS_COLORS.get(k) or _OTHER_COLORS[i % 5]))
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    a2.plot(names, [r["step"]["median"] * 1e3 for r in rows], "k_", ms=20, label="step time")
+    a2.set_ylabel("median step (ms)")
+    a2.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+PARTS_COLORS = {k: c for k, _, c in PARTS} | {"exposed": "#c44e52"}

@@ -1,10 +1,19 @@
 """Run records: what ran, on what, and every rank's per-step numbers, as JSON.
 
 A record is a dict with a schema name and version, the configuration, the
-hardware and software (`machine_info()`), and the results. Records live in
-`data/runs/`; `save` writes atomically and never replaces an existing record
-unless asked; `load` refuses a corrupt file or another schema version with a
-message that says what to do. Defined in notebook 00_first_launch.
+hardware and software (`machine_info()`), and the results. `save` writes
+atomically and never replaces an existing record unless asked; `load` refuses
+a corrupt file or another schema version with a message that says what to do.
+Defined in notebook 00_first_launch.
+
+Where records go: `runs_dir=` where given; else the folder named by the
+environment variable DDP_LESSONS_RUNS; else `./runs` in the current
+directory (`default_dir()`). Never inside the installed package. The course's
+own records are `RUNS_DIR` (data/runs of the course's repository): the
+course's scripts save there by passing `runs_dir=RUNS_DIR`. Reading by name
+without `runs_dir` (`load`, `list_records`, `stored_or_live`) looks in
+`default_dir()` first, then in the course's records, so the notebooks find
+both; a name found in both is the user's.
 """
 
 from __future__ import annotations
@@ -21,7 +30,8 @@ from . import common, runtime
 
 SCHEMA = "ddp-lessons/run"
 SCHEMA_VERSION = 1
-RUNS_DIR = common.RUNS_DIR  # data/runs in the repository
+RUNS_DIR = common.RUNS_DIR  # the course's own records: data/runs in the repository
+ENV_VAR = "DDP_LESSONS_RUNS"
 
 
 class RecordError(ValueError):
@@ -97,6 +107,24 @@ def make_record(kind: str, config: dict, results, backend: str | None = None, **
             "machine": machine_info(backend), "config": config, "results": results, **extra}
 
 
+def default_dir() -> Path:
+    """Where `save` writes without `runs_dir`: $DDP_LESSONS_RUNS, else ./runs."""
+    return Path(os.environ.get(ENV_VAR) or "runs")
+
+
+def _search_dirs(runs_dir) -> list[Path]:
+    if runs_dir is not None:
+        return [Path(runs_dir)]
+    course = [RUNS_DIR] if (common.REPO / "pyproject.toml").exists() else []  # a source checkout only
+    return [default_dir(), *course]
+
+
+def _find(name_or_path, runs_dir) -> Path:
+    dirs = _search_dirs(runs_dir)
+    paths = [_path(name_or_path, d) for d in dirs]
+    return next((p for p in paths if p.exists()), paths[0])
+
+
 def _path(name_or_path, runs_dir):
     p = Path(name_or_path)
     if p.suffix != ".json":
@@ -104,9 +132,10 @@ def _path(name_or_path, runs_dir):
     return p if p.is_absolute() or p.parent != Path(".") else Path(runs_dir) / p
 
 
-def save(record: dict, name: str, runs_dir=RUNS_DIR, overwrite: bool = False) -> Path:
-    """Write `record` to runs_dir/name.json atomically; refuse to replace one."""
-    path = _path(name, runs_dir)
+def save(record: dict, name: str, runs_dir=None, overwrite: bool = False) -> Path:
+    """Write `record` to runs_dir/name.json atomically (runs_dir None:
+    `default_dir()`; a name with a folder is a path); refuse to replace one."""
+    path = _path(name, default_dir() if runs_dir is None else runs_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
     try:
@@ -134,9 +163,10 @@ def _jsonable(obj):
     return str(obj)
 
 
-def load(name_or_path, runs_dir=RUNS_DIR) -> dict:
-    """Read a record; a clear RecordError if it is corrupt or of another schema."""
-    path = _path(name_or_path, runs_dir)
+def load(name_or_path, runs_dir=None) -> dict:
+    """Read a record (runs_dir None: `default_dir()`, then the course's records);
+    a clear RecordError if it is missing, corrupt or of another schema."""
+    path = _find(name_or_path, runs_dir)
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -155,17 +185,18 @@ def load(name_or_path, runs_dir=RUNS_DIR) -> dict:
     return rec
 
 
-def list_records(kind: str | None = None, runs_dir=RUNS_DIR) -> list[str]:
-    """Names of the records in runs_dir (of one `kind` if given), sorted."""
+def list_records(kind: str | None = None, runs_dir=None) -> list[str]:
+    """Names of the records in runs_dir (None: `default_dir()` and the course's
+    records), of one `kind` if given, sorted."""
     names = []
-    for p in sorted(Path(runs_dir).glob("*.json")):
+    for p in sorted({p.name: p for d in reversed(_search_dirs(runs_dir)) for p in Path(d).glob("*.json")}.values()):
         try:
             rec = load(p)
         except RecordError:
             continue
         if kind is None or rec.get("kind") == kind:
             names.append(p.stem)
-    return names
+    return sorted(names)
 
 
 def describe_machine(rec: dict) -> str:
@@ -178,7 +209,7 @@ def describe_machine(rec: dict) -> str:
     return f"{dev}; torch {m['torch']}{extra}; Python {m['python']}; {when}"
 
 
-def stored_or_live(name: str, rerun, where, runs_dir=RUNS_DIR) -> dict:
+def stored_or_live(name: str, rerun, where, runs_dir=None) -> dict:
     """The record `name`; or, where `where` (a `ddp_lessons.Placement`) runs on
     NCCL, the same run made live on this machine's GPUs: `rerun(record, where)`
     returns the new record, marked `live` and `rerun_of` name (never saved).

@@ -166,5 +166,8 @@ def all_of(claim: str, *parts: Verdict) -> Verdict:
     if not parts:
         raise ValueError("all_of needs at least one verdict")
     status = FAILS if any(p.fails for p in parts) else HOLDS if all(p.holds for p in parts) else UNRESOLVED
-    nums = {f"[{p.claim}: {p.status}] {k}": v for p in parts for k, v in p.numbers.items()}
+    nums = {"parts": "; ".join(f"{p.claim}: {p.status}" for p in parts)}
+    for p in parts:  # a figure several parts share is printed once
+        for k, v in p.numbers.items():
+            nums.setdefault(k if k not in nums or nums[k] == v else f"{k} ({p.claim})", v)
     return Verdict(claim, status, nums, "holds when every part holds, does not hold when any part does not")

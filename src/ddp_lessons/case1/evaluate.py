@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import Sampler
+from torch.utils.data import Sampler, Subset
+from torch.utils.data.distributed import DistributedSampler
 
 from .. import runtime
 from .data import VQAFeatureDataset
@@ -53,16 +54,49 @@ def evaluate(model, loader, dev, distributed: bool = False, amp: bool = False) -
             "closed": cc / max(1, cn), "n": on + cn, "counts": [on, oc, cn, cc]}
 
 
-def evaluate_worker(options, data_root=None, distributed: bool = True) -> dict:
+def always_answer_most_frequent(model, trainset) -> int:
+    """Make `model` answer every question with the training split's most
+    frequent top answer (its VQA head's last layer: weights 0, bias one-hot):
+    a deterministic fixture that gets some questions right and some wrong.
+    Returns that answer's index."""
+    counts = torch.zeros(trainset.num_answers)
+    for e in trainset.entries:
+        counts[e["labels"][max(range(len(e["scores"])), key=e["scores"].__getitem__)]] += 1
+    top = int(counts.argmax())
+    last = model.vqa_head[-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.zero_()
+        last.bias[top] = 1.0
+    return top
+
+
+SAMPLERS = ("shard", "padded")
+
+
+def evaluate_worker(options, data_root=None, distributed: bool = True, sampler: str = "shard",
+                    limit: int | None = None, fixture: bool = False) -> dict:
     """Worker: build the model of `options` (seeded, untrained) and evaluate it,
     on this rank's shard with the counts summed over ranks (`distributed`),
-    or over the whole test set on every rank. Notebook 02_case1_answer
-    compares the two."""
+    or over the whole test set on every rank. `sampler`: "shard" (each
+    question on exactly one rank) or "padded" (DistributedSampler, which pads
+    with repeats to a multiple of the ranks); `limit`: only the first `limit`
+    test questions; `fixture`: the model always gives the most frequent
+    training answer (`always_answer_most_frequent`). Notebook 02_case1_answer
+    compares single and distributed counts."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler={sampler!r}: use one of {SAMPLERS}")
     o = options if isinstance(options, Options) else Options(**options)
     dev = runtime.device()
-    testset = VQAFeatureDataset(data_root or tiny_dataset()["root"], "test")
+    root = data_root or tiny_dataset()["root"]
+    testset = VQAFeatureDataset(root, "test")
     model = build_model(o, testset.num_answers, testset.image_size, dev)
+    if fixture:
+        always_answer_most_frequent(model, VQAFeatureDataset(root, "train"))
+    data = Subset(testset, range(min(limit or len(testset), len(testset))))
+    data.collote = testset.collote
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
-    loader = make_loader(o.replace(num_workers=0), testset, o.batch_size,
-                     ShardSampler(len(testset), rank, world), 0, dev.type == "cuda")
+    shards = (ShardSampler(len(data), rank, world) if sampler == "shard"
+              else DistributedSampler(data, num_replicas=world, rank=rank, shuffle=False))
+    loader = make_loader(o.replace(num_workers=0), data, o.batch_size, shards, 0, dev.type == "cuda")
     return evaluate(model, loader, dev, distributed=distributed, amp=o.amp)

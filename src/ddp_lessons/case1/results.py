@@ -1,4 +1,4 @@
-"""Reading case 1's results: per-rank rows, epoch spans, waits, throughput,
+"""Reading case 1's results: per-rank rows, epoch spans, throughput,
 and the all-reduce cost model (from `allreduce`). Plain functions of what `case1.train`
 returns. Defined in notebook 01_case1_broken.
 """
@@ -39,23 +39,6 @@ def epoch_span(results: list[dict]) -> list[float]:
     n = len(results[0]["epochs"])
     return [max(r["epochs"][e]["t_end"] for r in results) - min(r["epochs"][e]["t_start"] for r in results)
             for e in range(n)]
-
-
-def waited(results: list[dict]) -> list[dict]:
-    """Per rank and epoch after the first: seconds spent waiting for another rank,
-    as time in the start barrier plus the first step's excess over the median step."""
-    out = []
-    for r in results:
-        steps = [s["step_time"] for s in r["timer"]["steps"]]
-        per = r["steps_per_epoch"]
-        row = []
-        for e in r["epochs"][1:]:
-            epoch_steps = steps[e["epoch"] * per:(e["epoch"] + 1) * per]
-            rest = sorted(epoch_steps[1:]) or epoch_steps
-            row.append(e["barrier_wait"] + max(0.0, epoch_steps[0] - rest[len(rest) // 2]))
-        out.append({"rank": r["rank"], "waited": row,
-                    "eval_time": [e["eval_time"] for e in r["epochs"]]})
-    return out
 
 
 def throughput(results: list[dict], skip: int = 2) -> float:

@@ -21,8 +21,9 @@ import dataclasses
 import math
 import statistics
 
-from ..allreduce import predict_time
+from ..allreduce import allreduce_time, predict_time
 from .model import param_count
+
 
 @dataclasses.dataclass
 class Costs:
@@ -93,3 +94,88 @@ def table(costs: Costs, vary: str, values, world_size=3, **kw) -> list[dict]:
         rows.append({vary: v, "params": a["params"], "t1": a["total"], "tn": b["total"],
                      "speedup": a["total"] / b["total"]})
     return rows
+
+
+# -- N GPUs against the fastest one-GPU step: a labelled model ---------------------
+@dataclasses.dataclass(frozen=True)
+class StepModel:
+    """One epoch of the fixed test on one GPU and on n, step by step (seconds).
+
+    Assumptions (each a row of the sensitivity table or said in notebook 06):
+    - a step takes max(its launch floor, GPU compute): the floor is what the host
+      needs to launch the step's kernels, measured at the post's width; compute is
+      `k * batch * params` once the GPU, not the host, is the limit (`k` from the
+      widest recorded step);
+    - one GPU runs its fastest recorded step (`one`, e.g. the step in one CUDA graph);
+      each of n GPUs runs the DDP step as recorded at world size 1 (`ddp`: the eager
+      step plus DDP's per-step work), with the same per-GPU batch, and adds the
+      all-reduce of 4 * params bytes: `latency + bytes * 2(n-1)/n / busbw`, of which
+      the share `exposed` is not hidden behind backward;
+    - start-up (process start, rendezvous), validation, logging and data loading are
+      left out: each is paid by the n GPUs at least as much as by one.
+    """
+    one: float
+    ddp: float
+    k: float
+    latency: float = 30e-6
+    busbw: float = 100e9
+    exposed: float = 1.0
+    batch: int = 256
+    size: int = 5000
+    depth: int = 3
+
+    def step(self, width: int, n: int) -> float:
+        params = param_count(width, self.depth)
+        compute = self.k * self.batch * params
+        if n == 1:
+            return max(self.one, compute)
+        return max(self.ddp, compute) + self.exposed * allreduce_time(4 * params, self.busbw, self.latency, n)
+
+    def epoch(self, width: int, n: int) -> float:
+        return math.ceil(math.ceil(self.size / n) / self.batch) * self.step(width, n)
+
+    def speedup(self, width: int, n: int) -> float:
+        """Epoch on one GPU over epoch on n (> 1: the n GPUs win)."""
+        return self.epoch(width, 1) / self.epoch(width, n)
+
+    def breakeven(self, n: int, widths) -> int | None:
+        """The first of `widths` at which n GPUs beat one; None if none does."""
+        return next((w for w in widths if self.speedup(w, n) > 1.0), None)
+
+
+def k_from_sweep(rows) -> float:
+    """GPU seconds per (sample x parameter) at the sweep's widest model, where the
+    step is compute-bound (narrower ones sit on the launch floor)."""
+    top = max(rows, key=lambda r: r["params"])
+    return top["compute"] / (top["batch"] * top["params"])
+
+
+def sensitivity(model: StepModel, n: int, widths, latencies, busbws, exposed=(1.0, 0.0)) -> list[dict]:
+    """Break-even width and the speedup at `widths[0]` for every combination of
+    all-reduce latency, bus bandwidth and exposed share."""
+    rows = []
+    for lat in latencies:
+        for bw in busbws:
+            for ex in exposed:
+                m = dataclasses.replace(model, latency=lat, busbw=bw, exposed=ex)
+                rows.append({"latency": lat, "busbw": bw, "exposed": ex, "breakeven": m.breakeven(n, widths),
+                             f"speedup@{widths[0]}": m.speedup(widths[0], n)})
+    return rows
+
+
+def recorded_medians(results: dict, name: str) -> list:
+    """Per-round median step times (s) of `name` in a pairs record's results
+    (`runs` rows) or a levers record's (`levers[name]['rounds']`); None for a missed round."""
+    if "levers" in results:
+        rows = results["levers"].get(name, {}).get("rounds", [])
+    else:
+        rows = [r for r in results["runs"] if r["name"] == name and r["ok"]]
+    got = {r["round"]: (r["median"] if "median" in r else r["summary"]["median"]) for r in rows}
+    return [got.get(i) for i in range(results["rounds_done"])]
+
+
+def core_share(ranks: int, cores: int, threads: int) -> float:
+    """Compute slowdown of each of `ranks` workers with `threads` threads each on
+    `cores` cores, against one process with `threads` threads: 1 while every
+    thread has a core of its own, else the oversubscription ranks * threads / cores."""
+    return max(1.0, ranks * threads / cores)

@@ -43,7 +43,7 @@ def plain_fit(opts, accelerator: str | None = None, steps: int | None = None) ->
     data = make_dataset(opts)
     sampler = DistributedSampler(data, shuffle=True, seed=opts.seed) if ddp else None
     loader = DataLoader(data, batch_size=opts.batch_size, shuffle=sampler is None, sampler=sampler)
-    timer = StepTimer(model if ddp else None, device=dev)
+    timer = StepTimer(model if ddp else None, device=dev, batch_size=opts.batch_size)
     t0 = time.perf_counter()
     done = 0
     for epoch in range(opts.epochs):

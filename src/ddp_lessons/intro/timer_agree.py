@@ -114,7 +114,6 @@ def fr_vs_profiler(cfg, data, groups) -> dict:
     for t in bufs.values():
         dist.all_reduce(t, op=op, group=g)
     sync(dev)
-    since = (time.time_ns(), time.monotonic_ns())
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
     with profile(activities=acts) as prof:
         for t in bufs.values():
@@ -123,18 +122,26 @@ def fr_vs_profiler(cfg, data, groups) -> dict:
         sync(dev)
     time.sleep(0.3)  # the watchdog fills durations every 100 ms
     entries, _ = light.dump_flight_recorder()
-    ours = max(([e for e in entries if light.is_allreduce(e) and e.get("time_created_ns", 0) >= t0]
-                for t0 in since), key=len)
-    ours.sort(key=lambda e: e["time_created_ns"])
+    reps = cfg.get("fr_kernel_reps", 10)
+    # Ours: the probe's own all-reduces, by their sizes, the last len(sizes) * reps of them
+    # (the ring also holds DDP's and the warm-up's; a time filter alone cannot tell them apart).
+    numels = {t.numel() for t in bufs.values()}
+    probe = sorted((e for e in entries if light.is_allreduce(e)
+                    and any(_numel(sz) in numels for sz in e.get("input_sizes") or [])),
+                   key=lambda e: e.get("time_created_ns", 0))
+    ours = probe[-len(bufs) * reps:] if len(probe) >= len(bufs) * reps else []
+    # Kernels: device work only. The profiler also puts the "nccl:all_reduce" annotation on
+    # the device track; the kernel is "ncclDevKernel_..." (or, at world size 1, NCCL's onerank one).
     kernels = sorted(((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
-                      if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda k: k[1])
+                      if e.device_type == torch.autograd.DeviceType.CUDA and not e.name.startswith("nccl:")
+                      and not e.name.startswith("Memcpy") and not e.name.startswith("Memset")),
+                     key=lambda k: k[1])
     out = {"op": str(op), "entries": len(ours), "kernels": len(kernels),
            "with_duration": sum(e.get("duration_ms") is not None for e in ours),
            "kernel_names": dict(collections.Counter(k[0][:80] for k in kernels).most_common(5))}
     if not ours or len(kernels) != len(ours):
         out["note"] = "flight-recorder entries and kernels not paired (counts differ or no entries)"
         return out
-    reps = cfg.get("fr_kernel_reps", 10)
     for i, mb in enumerate(bufs):
         pairs = [(e.get("duration_ms"), (b - a) / 1e3) for e, (_, a, b) in
                  zip(ours[i * reps:(i + 1) * reps], kernels[i * reps:(i + 1) * reps])]
@@ -143,6 +150,13 @@ def fr_vs_profiler(cfg, data, groups) -> dict:
                           "ratio_median": _med(r),
                           "within_10pct": sum(abs(x - 1) <= AGREE for x in r) / len(r) if r else None}
     return out
+
+
+def _numel(sizes) -> int:
+    n = 1
+    for d in sizes:
+        n *= d
+    return n
 
 
 def _med(xs):

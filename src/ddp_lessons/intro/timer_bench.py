@@ -34,8 +34,8 @@ from ..timing import StepTimer, median_step
 D_IN = 10  # case 2's MLP: 10 -> 256 -> 256 -> 256 -> 1
 
 # mode -> StepTimer keyword arguments (None: no timer)
-MODES = {"builtin": None, "light": {"mode": "light"},
-         "light_fr": {"mode": "light", "ddp_logging": False},
+MODES = {"builtin": None, "light": {"mode": "light"},   # on NCCL: the flight recorder alone
+         "light_ddp": {"mode": "light", "ddp_logging": True},  # and DDP's own timings, read every step
          "full": {"mode": "full"}, "pyhook": None}
 KEEP = ("step_time", "forward", "backward", "optimizer", "allreduce", "allreduce_span",
         "exposed", "allreduce_calls", "allreduce_bytes")

@@ -15,7 +15,7 @@ import statistics
 
 BUDGET = 0.05   # a timer mode may cost at most this much per step, paired
 AGREE = 0.10    # timer against profiler kernel times
-TIMER_MODES = ("light", "light_fr", "full")
+TIMER_MODES = ("light", "light_ddp", "full")
 
 
 def summarize_run(outs: list) -> dict:

@@ -13,7 +13,8 @@ from .errors import (CudaForkError, LaunchConfigError, LaunchError, NotebookWork
                      WorkerFailed, WorkerTimeout)
 from .parent import launch
 from .placement import Placement, place
+from .results import Results
 from .torchrun import run
 
-__all__ = ["launch", "run", "place", "Placement", "report_progress", "visible_gpus", "LaunchError", "LaunchConfigError",
+__all__ = ["launch", "run", "Results", "place", "Placement", "report_progress", "visible_gpus", "LaunchError", "LaunchConfigError",
            "NotebookWorkerError", "CudaForkError", "WorkerFailed", "WorkerTimeout"]

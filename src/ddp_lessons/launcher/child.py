@@ -43,6 +43,7 @@ class WorkerSpec:
     threads: int
     collective_timeout_s: float
     capture_output: bool
+    start_method: str
     release: Any          # multiprocessing Event: set by the parent once every rank is done
     conns: list           # one pipe end per rank
 
@@ -106,7 +107,7 @@ def _set_env(spec: WorkerSpec, rank: int) -> None:
         RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(spec.world_size),
         LOCAL_WORLD_SIZE=str(spec.world_size), GROUP_RANK="0",
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.master_port),
-        OMP_NUM_THREADS=str(spec.threads))
+        OMP_NUM_THREADS=str(spec.threads), DDP_LESSONS_START_METHOD=spec.start_method)
     lo = loopback_name()
     if lo:
         # Keep every socket of a one-machine run on loopback: gloo's pairs, and

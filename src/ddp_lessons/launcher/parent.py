@@ -28,9 +28,11 @@ from .checks import check_fork, check_spawnable, check_start_method, check_timeo
 from .errors import WorkerFailed, WorkerTimeout
 from .placement import place
 from .progress import make_progress
+from .results import Results
 
 GRACE_S = 1.0        # after a first failure, how long peers get to report theirs
 TERMINATE_S = 2.0    # SIGTERM, then SIGKILL after this long
+LOG_KEEP = 1 << 20    # bytes of each rank's output kept after a successful run (its end)
 DEFAULT_COLLECTIVE_S = 1800.0  # torch's default collective timeout on gloo
 # Messages of a rank that failed only because a peer went away first.
 _COLLATERAL = ("connection closed by peer", "connection reset by peer",
@@ -52,7 +54,9 @@ def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = 
            progress="auto"):
     """Run `fn(*args, **kwargs)` on `world_size` processes with torch.distributed initialised.
 
-    Returns the list of every rank's return value, in rank order.
+    Returns the list of every rank's return value, in rank order (a `Results`,
+    a list whose `.logs[rank]` is the rank's captured stdout and stderr: the
+    last LOG_KEEP bytes of each, or {} with `capture_output=False`).
     `backend`: None picks NCCL (one GPU per rank) when at least `world_size`
     GPUs are visible, else gloo on the CPU: the rule of `place(world_size)`.
     `timeout`: seconds for the whole run; past it the run is stopped and
@@ -98,7 +102,7 @@ class _Run:
             fn=fn, args=tuple(args), kwargs=kwargs, world_size=world_size, backend=backend,
             run_dir=self.run_dir, master_port=self.port_sock.getsockname()[1],
             threads=threads, collective_timeout_s=_collective_timeout(self.timeout),
-            capture_output=capture_output, release=self.ctx.Event(),
+            capture_output=capture_output, start_method=start_method, release=self.ctx.Event(),
             conns=[w for _, w in pipes])
         self.procs = []
         self.started, self.done, self.failed = set(), set(), {}   # failed: rank -> observed time
@@ -127,7 +131,8 @@ class _Run:
             self._raise_failure()
         self.spec.release.set()
         self._join_all(10.0)
-        return [self._read(_worker.RESULT.format(r)) for r in range(self.world_size)]
+        logs = {r: self._log_tail(r, None) for r in range(self.world_size)} if self.spec.capture_output else {}
+        return Results((self._read(_worker.RESULT.format(r)) for r in range(self.world_size)), logs)
 
     def _poll(self, timeout):
         readers = [r for r in self.readers if not r.closed]
@@ -205,7 +210,8 @@ class _Run:
             f"; rank(s) {_ranks(lost)} failed after it (their collectives lost a partner)" if lost else "",
             f"; rank(s) {_ranks(own)} also failed, each on its own (see `.reports`)" if own else ""])
         tb = rep["traceback"]
-        msg = f"rank {root} {what}{after}. Fix the error in the worker" + ("; its traceback follows." if tb else ".")
+        fix = ". Fix the error in the worker" if root in self.started else ""
+        msg = f"rank {root} {what}{after}{fix}" + ("; its traceback follows." if tb else ".")
         raise WorkerFailed(msg + ("\n" + tb if tb else ""), rank=root, worker_traceback=tb,
                            collateral=lost + own, reports=reports)
 
@@ -220,12 +226,15 @@ class _Run:
             unfinished=unfinished, finished=finished)
 
     def _log_tail(self, rank, lines=20):
+        """The last `lines` lines of the rank's output (None: all of it, up to LOG_KEEP bytes)."""
         path = os.path.join(self.run_dir, _worker.LOG.format(rank))
         try:
-            with open(path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
+            with open(path, "rb") as f:
+                f.seek(max(0, os.path.getsize(path) - LOG_KEEP))
+                text = f.read().decode(errors="replace")
         except OSError:
             return ""
+        return text if lines is None else "".join(text.splitlines(keepends=True)[-lines:])
 
     def _read(self, name):
         with open(os.path.join(self.run_dir, name), "rb") as f:

@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 from .. import runtime
 from .parent import launch
+from .results import Results
 
 
 def run(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = None, **launch_kwargs):
@@ -27,6 +28,6 @@ def run(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = Non
         result = fn(*args, **(kwargs or {}))
         gathered = [None] * dist.get_world_size() if runtime.is_main() else None
         dist.gather_object(result, gathered, dst=0)
-        return gathered
+        return Results(gathered) if gathered is not None else None
     finally:
         dist.destroy_process_group()

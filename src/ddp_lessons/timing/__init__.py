@@ -8,6 +8,7 @@ timer adds no Python hook to DDP's all-reduce). It only measures: what DDP
 sends is the hook it is given (`ddp_lessons.hooks`).
 """
 
-from .timer import StepTimer, ddp_logging_times, median_step
+from .reading import ddp_logging_times, median_step
+from .timer import StepTimer
 
 __all__ = ["StepTimer", "median_step", "ddp_logging_times"]

@@ -1,47 +1,55 @@
-"""Per-step timing on every rank: data wait, forward, backward, optimizer step,
-the all-reduce, and how much of it was exposed.
+"""Per-step timing on every rank, and an account of all of the rank's time:
+data wait, forward, backward, optimizer step, the all-reduce, how much of it was
+exposed and how much of that was waiting for a slower rank; named work outside
+the steps; the remainder.
 
 Usage inside a worker (notebook 00_first_launch introduces it):
+    timer = StepTimer(ddp_model, batch_size=32)  # every rank creates one (a barrier, below)
+    for epoch in range(epochs):
+        for batch in timer.data(loader):         # times the wait for each batch
+            with timer.phase("forward"):  loss = loss_fn(ddp_model(batch))
+            with timer.phase("backward"): loss.backward()
+            with timer.phase("optimizer"): opt.step(); opt.zero_grad()
+            timer.step_done()                    # (the last four lines: timer.finish_step(loss, opt))
+        with timer.outside("eval"):              # work between steps, timed as such
+            evaluate()
+    times = timer.result()                       # every rank calls it; a plain, JSON-ready dict
 
-    timer = StepTimer(ddp_model)               # mode "full" on CPUs, "light" on GPUs (below)
-    for batch in timer.data(loader):           # times the wait for each batch
-        with timer.phase("forward"):  loss = loss_fn(ddp_model(batch))
-        with timer.phase("backward"): loss.backward()
-        with timer.phase("optimizer"): opt.step(); opt.zero_grad()
-        timer.step_done()                      # (the last four lines: timer.finish_step(loss, opt))
-    times = timer.result()                     # plain dict, one entry per step
+Steps and the rest. A step starts at its own first mark (the start of the
+wait for its batch in `timer.data`, else its first phase) and ends at
+`step_done()`. Work between steps goes in `timer.outside(name)`: kept as
+named intervals; phases and `timer.data` waits inside it belong to it. A
+`phase` used between steps opens a step like any phase (without
+`timer.data` the timer cannot tell it from the next step's first phase: use
+`outside`); if that step is never closed (the next `timer.data` wait or
+`result()` comes first), its phases are moved to outside work under their
+own names and counted in `unfinished_steps`. `outside()` inside a step
+whose batch came from `timer.data` raises. `result()["account"]` adds it
+up (`timing.account`): wall = steps + outside + unattributed.
 
-Clocks: the host's `perf_counter` on CPUs. On GPUs a CUDA event is recorded at
-every mark instead, from a ring of events allocated once (`timing.clocks`);
-events are read only when the ring is full (its older half, long completed)
-and at `result()`, which synchronises once: a host clock around
-`loss.backward()` measures only how fast the host queued the kernels, and
-reading an event every step would stall the queue. The data wait is always a
-host time (the host is what waits for the loader).
+Clocks: the host's `perf_counter` on CPUs; on GPUs a CUDA event per mark,
+from a ring allocated once (`timing.clocks`), read when the ring is full and
+at `result()`. The data wait is always a host time (the host waits for the
+loader). With several ranks the timer takes a common reference at a barrier
+when it is created and again in `result()` (`timing.sync`): both are
+collectives, so every rank creates the timer and calls `result()`. Per step
+`wait` is then the part of `exposed` spent waiting for the slowest rank.
 
 Two ways to get the all-reduce (`mode=`):
 
-- "full" (the default on CPUs, and with `hook=`): a DDP communication hook that wraps the hook
-  doing the sending (`hook=`, default torch's `allreduce_hook`, what DDP does
-  by itself; compression and injected delays are such hooks, in `hooks`)
-  times every bucket, from the moment DDP hands it over (its gradients are
-  ready) to the moment the inner hook's future has completed (its callback;
-  on NCCL an event recorded there completes after the collective). Exposed
-  communication runs from the last bucket becoming ready (backward compute
-  done) to the last all-reduce completing: what the backward pass could not
-  hide. Any Python hook costs time on a GPU step of a few ms (~7% measured on
-  one H200 at 2 ms), timed or not.
+- "full" (the default on CPUs, and with `hook=`): a DDP communication hook
+  that wraps the hook doing the sending (`hook=`, default torch's
+  `allreduce_hook`) times every bucket, from the moment DDP hands it over to
+  the moment the inner hook's future has completed (on NCCL an event recorded
+  in its callback). Exposed: from the last bucket becoming ready (backward
+  compute done) to the last all-reduce completing. Any Python hook costs time
+  on a GPU step of a few ms (~7% measured on one H200 at 2 ms), timed or not.
 - "light" (the default for a DDP model on a GPU without `hook=`): DDP keeps
-  its own C++ all-reduce (or the `hook=` given, registered as it is; without
-  the flight recorder the bytes are then the gradients') and the timer reads
-  DDP's own per-iteration timings and, on NCCL, the flight recorder's
-  per-collective GPU durations (`timing.light` says how). Per step: the
-  all-reduce's time (`allreduce`: the flight recorder's kernel time where it
-  has one, else DDP's span from the first bucket handed over to the last
-  all-reduce waited for, also kept as `allreduce_span`), `exposed`, calls and
-  bytes; per collective `bucket_durations`; `buckets` stays empty (no bucket
-  is placed on the step's time axis). `result()["comm_source"]` names where
-  the numbers came from.
+  its own C++ all-reduce and the timer reads, on NCCL, the flight recorder's
+  per-collective GPU durations, elsewhere (or with `ddp_logging=True`) DDP's
+  own per-iteration timings (`timing.light`): per step `allreduce`, calls,
+  bytes, `bucket_durations`, and from DDP's timings `allreduce_span` and
+  `exposed`; `result()["comm_source"]` names the source.
 """
 
 from __future__ import annotations
@@ -53,42 +61,20 @@ import torch.distributed as dist
 
 from ..hooks import allreduce_hook
 from . import light
+from .account import account, process_age, run_info
 from .clocks import HostClock, cuda_clock
 from .comm import _apply_light, _comm_numbers, _register, timed_comm_hook
+from .marks import OFF, Outside, Phase
+from .reading import ddp_logging_times, median_step
+from .sync import CommonClock, ready_time
 
 __all__ = ["StepTimer", "median_step", "ddp_logging_times", "timed_comm_hook", "MODES"]
 
 MODES = ("full", "light")
 
 
-class _Phase:
-    """`with timer.phase(name):` without a generator per call."""
-    __slots__ = ("timer", "name", "start")
-
-    def __init__(self, timer, name):
-        self.timer, self.name = timer, name
-
-    def __enter__(self):
-        self.start = self.timer.clock.mark()
-
-    def __exit__(self, *exc):
-        self.timer._cur["phases"][self.name] = (self.start, self.timer.clock.mark())
-        return False
-
-
-class _Off:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
-
-
-_OFF = _Off()
-
-
 class StepTimer:
-    """Records one rank's per-step timings. See the module docstring.
+    """Records one rank's per-step timings and the rest of its time. See the module docstring.
 
     `ddp_model`: a DistributedDataParallel model whose all-reduce to time
     (None: no all-reduce timing, e.g. a single-process baseline).
@@ -96,26 +82,25 @@ class StepTimer:
     state (e.g. `hooks.compression_hook("bf16")`, or a hook of your own;
     None: DDP's own all-reduce). The timer registers it on `ddp_model`,
     wrapped in mode "full", as it is otherwise: what is sent never depends on
-    timing. The hook goes to the timer, not to the model, because DDP takes
-    one hook per model; a model that already has one raises an error saying
-    to pass it here instead.
+    timing. DDP takes one hook per model: a model that already has one raises
+    an error saying to pass it here instead.
+    `batch_size`: samples per step on this rank (optional; kept in the result
+    so throughput can be computed from it).
     `mode`: "full" or "light" (module docstring); None picks "light" for a
     DDP model on a GPU that keeps DDP's own all-reduce (`hook=None`), and
-    "full" otherwise: a Python hook costs what it costs anyway, and wrapped
-    it reports the bytes it really sends. In "light", `ddp_logging=False`
-    skips DDP's timings (no per-step read, no exposed time) and
-    `flight_recorder=False` the flight recorder (which turns on timing of the
-    model's process group's collectives).
-    `enabled=False` turns every mark into a no-op: the same training loop then
-    runs uninstrumented (the overhead benchmark).
+    "full" otherwise. In "light", `ddp_logging=True` adds DDP's timings (the
+    exposed part; a wait on CUDA events every step: +9.5% against +3.9% on a
+    2 ms H200 step), None only where there is no flight recorder (not NCCL).
+    `enabled=False` turns every mark into a no-op (and takes no common
+    reference): the same loop then runs uninstrumented.
     `time_comm=False` times the phases only.
     `comm_hook()` is the (state, hook) pair to register elsewhere (Lightning).
     """
 
     def __init__(self, ddp_model=None, device=None, enabled=True, hook=None, state=None,
-                 time_comm=True, mode=None, ddp_logging=True, flight_recorder=True,
-                 ring_size=4096):
-        self.enabled = enabled
+                 time_comm=True, mode=None, ddp_logging=None, flight_recorder=True,
+                 ring_size=4096, batch_size=None):
+        self.enabled, self.batch_size = enabled, batch_size
         device = torch.device(device) if device is not None else _model_device(ddp_model)
         self.device = device
         self.mode = mode or ("light" if device.type == "cuda" and ddp_model is not None and hook is None
@@ -126,16 +111,22 @@ class StepTimer:
         self.hook, self.state = hook, state
         self._send = hook if hook is not None else allreduce_hook  # what timed_comm_hook calls
         self.times_comm = enabled and time_comm
-        self._steps, self._buckets = [], []
+        self._steps, self._buckets, self._outside = [], [], []
+        self._outside_depth = self._unfinished = 0
         self._ddp = self._fr = None
         if self.mode == "light" and self.times_comm and ddp_model is not None:
-            self._ddp = light.DDPLogging(ddp_model) if ddp_logging else None
             if flight_recorder and _is_nccl(ddp_model) and light.flight_recorder_available():
                 self._fr = light.FlightRecorderSource(ddp_model.process_group)
+            # DDP's timings cost a wait on CUDA events every step (timer-validation-h200x1):
+            # by default only where no flight recorder gives the all-reduce's time.
+            use_ddp = self._fr is None if ddp_logging is None else ddp_logging
+            self._ddp = light.DDPLogging(ddp_model) if use_ddp else None
         self._new_step()
         state, hook = self.comm_hook()
         if ddp_model is not None and hook is not None:
             _register(ddp_model, state, hook)
+        self._startup = process_age()
+        self._sync = CommonClock(self.clock, device, enabled)  # last: the barrier every rank passes
 
     def comm_hook(self):
         """(state, hook) to register on the DDP model: the timing hook around
@@ -146,24 +137,55 @@ class StepTimer:
 
     # -- marks ---------------------------------------------------------------
     def _new_step(self):
-        self._cur = {"start": self.clock.mark() if self.enabled else None,
-                     "phases": {}, "data": 0.0}
+        self._cur = {"start": None, "phases": {}, "data": 0.0}  # opened by its first mark
         self._buckets = []
 
+    def _open_step(self, token):
+        if self._cur["start"] is None:
+            self._cur["start"] = token
+
+    def _step_open(self) -> bool:
+        return self._cur["start"] is not None or bool(self._cur["phases"])
+
+    def _close_unfinished(self):
+        """A step that was opened but never closed by `step_done()` becomes outside work."""
+        if self.enabled and self._step_open():
+            self._outside += [(name, a, b) for name, (a, b) in self._cur["phases"].items()]
+            self._unfinished += 1
+            self._new_step()
+
     def phase(self, name: str):
-        """Time the enclosed block as phase `name` of the current step."""
-        return _Phase(self, name) if self.enabled else _OFF
+        """Time the enclosed block as phase `name` of the current step (opening it if none is open)."""
+        return Phase(self, name) if self.enabled and not self._outside_depth else OFF
+
+    def outside(self, name: str):
+        """Time the enclosed block as work outside the steps named `name` (e.g. "eval")."""
+        if not self.enabled:
+            return OFF
+        if not self._outside_depth and self._cur.get("data_opened"):
+            raise RuntimeError(f"timer.outside({name!r}) inside a step (its batch came from timer.data and "
+                               "step_done() has not closed it): call it after step_done(), or time it "
+                               "as timer.phase()")
+        return Outside(self, name)
 
     def data(self, iterable):
-        """Iterate like `iterable`, timing each wait for the next batch (host time)."""
-        it = iter(iterable)
+        """Iterate like `iterable`, timing each wait for the next batch (host time).
+        The wait opens the step the batch is for; inside `outside()` it is not timed."""
+        it = None
         while True:
+            timed = self.enabled and not self._outside_depth
+            if timed:
+                self._close_unfinished()
+                token = self.clock.mark()
             t0 = time.perf_counter()
             try:
+                it = iter(iterable) if it is None else it  # a loader's start counts as waiting for data
                 batch = next(it)
             except StopIteration:
                 return
-            if self.enabled:
+            if timed:
+                self._open_step(token)
+                self._cur["data_opened"] = True
                 self._cur["data"] += time.perf_counter() - t0
             yield batch
 
@@ -195,33 +217,55 @@ class StepTimer:
 
     # -- results -------------------------------------------------------------
     def result(self) -> dict:
-        """Every finished step as plain numbers (seconds, bytes); JSON-ready."""
-        marks = []
+        """Every finished step, the work outside the steps and the account of the
+        rank's time, as plain numbers (seconds, bytes); JSON-ready. A collective
+        when the timer took a common reference: every rank calls it."""
+        out = run_info(self.device, self.mode, self.batch_size)
+        if not self.enabled:
+            return out | {"steps": [], "outside": [], "comm_source": "none"}
+        self._close_unfinished()
+        t_end, end = self._sync.point()
+        marks = [self._sync.ref, end]
         for s in self._steps:
-            marks += [s["start"], s["end"]]
+            marks += [s["start"] if s["start"] is not None else s["end"], s["end"]]
             for a, b in s["phases"].values():
                 marks += [a, b]
             for _, ready, done, *_ in s["buckets"]:
                 marks += [ready, done]
+        for _, a, b in self._outside:
+            marks += [a, b]
         values = iter(self.clock.seconds(marks))
-        steps = [self._step_numbers(i, s, values) for i, s in enumerate(self._steps)]
-        out = {"rank": dist.get_rank() if dist.is_initialized() else 0,
-               "device": str(self.device), "mode": self.mode, "steps": steps}
+        origin = next(values)
+        wall = next(values) - origin
+        steps = [self._step_numbers(i, s, values, origin) for i, s in enumerate(self._steps)]
+        outside = [{"name": n, "start": next(values) - origin, "end": next(values) - origin}
+                   for n, _, _ in self._outside]
         if self._ddp is not None or self._fr is not None:
             out["comm_source"] = self._light_numbers(steps)
         else:
             out["comm_source"] = "hook" if self.times_comm and self.mode == "full" else "none"
         if self._fr is not None:
             out["flight_recorder"] = self._fr.info
+        clock, waits = self._sync.finish(wall, t_end, [ready_time(s) for s in steps])
+        for s, w in zip(steps, waits):
+            if w is not None:
+                s["wait"] = min(max(0.0, w), s.get("exposed", 0.0))
+        clock["wait_source"] = "buckets" if self.mode == "full" else "backward end - exposed"
+        out.update(steps=steps, outside=outside, clock=clock, unfinished_steps=self._unfinished,
+                   account=account(wall, steps, outside, self._startup))
         return out
 
-    def _step_numbers(self, i, s, values):
+    def _step_numbers(self, i, s, values, origin):
         start, end = next(values), next(values)
         phases = {k: (next(values) - start, next(values) - start) for k in s["phases"]}
+        if s["start"] is None and phases:  # opened by phases set directly (Lightning): the wait precedes them
+            shift = min(a for a, _ in phases.values()) - s["data"]
+            start += shift
+            phases = {k: (a - shift, b - shift) for k, (a, b) in phases.items()}
         buckets = [{"index": idx, "start": next(values) - start, "end": next(values) - start,
                     "bytes": sent, "grad_bytes": grad}
                    for idx, _, _, sent, grad in s["buckets"]]
-        out = {"step": i, "step_time": end - start, "data": s["data"],
+        out = {"step": i, "t_start": start - origin, "step_time": end - start, "data": s["data"],
                "phases": phases, "buckets": buckets}
         out.update({k: b - a for k, (a, b) in phases.items()})
         out.update(_comm_numbers(buckets, phases.get("backward")))
@@ -254,31 +298,3 @@ def _is_nccl(ddp_model) -> bool:
         return dist.get_backend(ddp_model.process_group) == "nccl"
     except Exception:  # noqa: BLE001 - no process group on the model
         return False
-
-
-def median_step(times: dict, skip: int = 2) -> dict:
-    """Median of every per-step number of one rank, leaving out the first `skip`
-    steps (DDP rebuilds its buckets after the first iteration; warm-up).
-
-    Every key any kept step has, each over the steps that have it; {} for a
-    rank without steps."""
-    import statistics
-    steps = times["steps"][skip:] or times["steps"]
-    keys = dict.fromkeys(k for s in steps for k, v in s.items()
-                         if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool))
-    return {k: statistics.median(v for s in steps if isinstance(v := s.get(k), (int, float)))
-            for k in keys}
-
-
-def ddp_logging_times(ddp_model) -> dict:
-    """DDP's own per-iteration timings (seconds), from its private logging data.
-
-    Call `ddp_model._set_ddp_runtime_logging_sample_rate(1)` right after
-    wrapping to sample every step. DDP reports step k at the start of step k+1.
-    Exposed = backward_comm_time - backward_compute_comm_overlap_time.
-    """
-    data = ddp_model._get_ddp_logging_data()
-    ns = {k: data.get(k, 0) / 1e9 for k in ("forward_compute_time", "backward_compute_time",
-                                             "backward_comm_time", "backward_compute_comm_overlap_time")}
-    ns["exposed"] = ns["backward_comm_time"] - ns["backward_compute_comm_overlap_time"]
-    return ns

@@ -1,0 +1,139 @@
+"""`compare(runs, baseline=...)`: two or more runs side by side, each with the
+spread of its repeats, and verdicts that say when a difference is inside it.
+
+A run is given as its repeats: a list of what `launch`/`run` returned, one
+entry per repeat (or one such value: one repeat; `diagnosis.inputs`). Per
+repeat:
+
+- `step`: the slowest rank's median step time (warm-up steps left out): the
+  slowest rank paces every all-reduce;
+- per phase (and data wait, exposed, wait): the median over ranks of each
+  rank's median;
+- `samples_per_s` (steps only): world size x batch size / `step`;
+- `samples_per_s_wall`: world size x batch size x steps / the time from the
+  first step to `result()` (the slowest rank's; work outside the steps, such
+  as evaluation, included). It needs the timer's `account`.
+
+Batch size is the per-rank `batch_size` given to `StepTimer`. Scaling is a
+run's median throughput over the baseline's. The verdict per run (against
+the baseline) is `verdict.interval` on the ratio's range: from the run's
+smallest throughput over the baseline's largest to its largest over the
+baseline's smallest; 1 inside that range is "not resolvable here". With
+`paired=True` (repeats interleaved, A B B A ..., the same count) it is
+`verdict.paired` on the per-round ratios instead. Fewer than
+`spread.MIN_ROUNDS` repeats resolve nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from .. import spread, verdict
+from ..timing.reading import median_step
+from .inputs import repeats as as_repeats
+
+PHASE_KEYS = ("data", "forward", "backward_compute", "exposed", "wait", "optimizer", "allreduce")
+
+
+def _repeat(ranks, skip) -> dict:
+    meds = [median_step(r, skip) for r in ranks]
+    step = max(m.get("step_time", 0.0) for m in meds)
+    keys = dict.fromkeys(k for m in meds for k in m if k in PHASE_KEYS or k in _custom(ranks))
+    phases = {k: statistics.median(m.get(k, 0.0) for m in meds) for k in keys}
+    world = max(int(r.get("world_size") or len(ranks)) for r in ranks)
+    batch = ranks[0].get("batch_size")
+    out = {"world_size": world, "batch_size": batch, "step": step, "phases": phases,
+           "samples_per_s": world * batch / step if batch and step else None, "samples_per_s_wall": None}
+    accs = [r.get("account") for r in ranks]
+    if batch and all(accs):
+        span = max(a["wall"] - a["before_first_step"] for a in accs)
+        n = statistics.median(len(r["steps"]) for r in ranks)
+        out["samples_per_s_wall"] = world * batch * n / span if span > 0 else None
+    return out
+
+
+def _custom(ranks):
+    return {k for r in ranks for s in r["steps"][:1] for k in s.get("phases", {})} - {"forward", "backward", "optimizer"}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`rows[name]`: repeats, world size, batch size, and for `step`,
+    `samples_per_s`, `samples_per_s_wall` and each phase a `spread.summary`
+    of the repeats; `scaling` against the baseline. `verdicts[name]`: the
+    run's throughput against the baseline's (a `Verdict`)."""
+    rows: dict
+    baseline: str
+    verdicts: dict
+    metric: str
+
+    def __str__(self) -> str:
+        lines = [f"{'run':<18}{'ranks':>6}{'repeats':>8}{'step ms':>18}{'samples/s':>22}{'scaling':>9}"]
+        for name, r in self.rows.items():
+            st, tp = r["step"], r[self.metric]
+            tps = f"{tp['median']:.4g} ({tp['min']:.4g}..{tp['max']:.4g})" if tp else "n/a (no batch_size)"
+            sc = f"{r['scaling']:.2f}" if r.get("scaling") is not None else "-"
+            lines.append(f"{name:<18}{r['world_size']:>6}{r['repeats']:>8}"
+                         f"{st['median'] * 1e3:>8.3g} ({st['min'] * 1e3:.3g}..{st['max'] * 1e3:.3g})"
+                         f"{tps:>22}{sc:>9}")
+        lines.append(f"samples/s: {self.metric}; scaling: median over the baseline {self.baseline!r}")
+        lines += [str(v) for v in self.verdicts.values()]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def _summ(values):
+    v = [x for x in values if x is not None]
+    return spread.summary(v) if v else None
+
+
+def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "samples_per_s_wall",
+            paired: bool = False) -> Comparison:
+    """Runs side by side. `runs`: {name: repeats} (or a list: named "run 0", ...);
+    `baseline`: the name to scale against (default: the first); `metric`:
+    "samples_per_s_wall" (default; falls back to "samples_per_s" when a run
+    has no account or batch size) or "samples_per_s"."""
+    if not isinstance(runs, dict):
+        runs = {f"run {i}": r for i, r in enumerate(runs)}
+    if len(runs) < 2:
+        raise ValueError("compare needs two or more runs: {name: repeats, ...}")
+    baseline = baseline if baseline is not None else next(iter(runs))
+    if baseline not in runs:
+        raise ValueError(f"baseline={baseline!r} is not one of the runs: {list(runs)}")
+    reps = {n: [_repeat(ranks, skip) for ranks in as_repeats(r)] for n, r in runs.items()}
+    if any(rep[metric] is None for rs in reps.values() for rep in rs):
+        metric = "samples_per_s"
+    rows = {}
+    for n, rs in reps.items():
+        rows[n] = {"repeats": len(rs), "world_size": rs[0]["world_size"], "batch_size": rs[0]["batch_size"],
+                   "step": _summ(r["step"] for r in rs), "samples_per_s": _summ(r["samples_per_s"] for r in rs),
+                   "samples_per_s_wall": _summ(r["samples_per_s_wall"] for r in rs),
+                   "phases": {k: _summ(r["phases"].get(k) for r in rs)
+                              for k in dict.fromkeys(k for r in rs for k in r["phases"])},
+                   "values": [r[metric] for r in rs]}
+    base = rows[baseline]
+    verdicts = {}
+    for n, row in rows.items():
+        if row[metric] and base[metric]:
+            row["scaling"] = row[metric]["median"] / base[metric]["median"] if n != baseline else 1.0
+        if n != baseline:
+            verdicts[n] = _verdict(n, row["values"], baseline, base["values"], paired)
+    return Comparison(rows, baseline, verdicts, metric)
+
+
+def _verdict(name, values, base_name, base, paired):
+    claim = f"{name} has a higher throughput than {base_name}"
+    v, b = [x for x in values if x], [x for x in base if x]
+    if paired:
+        # per round, time per sample: lower is faster; B (this run) faster means higher throughput
+        return verdict.paired(claim, [1 / x for x in b], [1 / x for x in v], faster="b",
+                              names=(base_name, name))
+    if min(len(v), len(b)) < spread.MIN_ROUNDS:
+        return verdict.Verdict(claim, verdict.UNRESOLVED, {"repeats": f"{len(v)} and {len(b)}"},
+                               f"needs at least {spread.MIN_ROUNDS} repeats of each run to know the spread")
+    return verdict.interval(claim, min(v) / max(b), max(v) / min(b), side=">", limit=1.0,
+                            what=f"throughput {name}/{base_name} (range over repeats)",
+                            numbers={"repeats": f"{len(v)} and {len(b)}"})

@@ -1,0 +1,137 @@
+"""The rules of `diagnose`: per-rank measures from the timer's results, and
+the finding each cause gives. Thresholds (why these numbers):
+
+- MIN_SHARE = 3% of a rank's wall time: a cause is listed when it costs at
+  least that on the rank where it costs most. The timer's own accounting
+  error is well under 1% (the parts add up to the wall by construction; its
+  marks cost microseconds), but a rerun of the same run varies by a few % on a
+  quiet machine (more on a shared one): a smaller cost could not be checked
+  by measuring again after the change.
+- SMALL_MESSAGE = 1 MiB per all-reduce call: below it an all-reduce's time is
+  mostly its fixed per-call cost. Measured on 2 CPU cores with gloo: 1 MB took
+  ~1.1 ms and 10 MB ~8 ms (~1.3 GB/s), so ~0.3 ms of the 1 MB call is fixed
+  cost and a smaller call is dominated by it; NCCL's fixed cost is tens of us
+  against far higher bandwidth, so 1 MiB is on the safe side there too.
+  An exposed all-reduce is called latency-bound when its messages are that
+  small AND the step's compute (forward + backward compute + optimizer) is
+  less than its all-reduce time: no bucketing can hide it.
+- EVEN = 1.5: outside work is "on every rank" when the largest rank's
+  seconds are at most 1.5x the smallest's (the same work done N times, as
+  duplicated evaluation is); otherwise it is uneven and the others wait.
+- SHORT_GPU_STEP = 5 ms: a GPU step shorter than this may be bound by the
+  host launching kernels (case 2: 1.65 ms plain on an H200 against 0.21 ms
+  for the same step as one CUDA graph); CUDA-event marks cannot tell, so it
+  is reported as undecided.
+- CLOCK_TRUST = 10%: waits are undecided when the common clock's error is
+  more than this fraction of the largest rank's total wait.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from .causes import DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
+
+MIN_SHARE = 0.03
+SMALL_MESSAGE = 1 << 20
+EVEN = 1.5
+SHORT_GPU_STEP = 5e-3
+CLOCK_TRUST = 0.10
+
+
+def measures(r: dict) -> dict:
+    """One rank's totals (seconds) from its timer result."""
+    steps, acc = r["steps"], r.get("account")
+    tot = lambda key: sum(s.get(key, 0.0) or 0.0 for s in steps)  # noqa: E731
+    per_step = lambda key: statistics.median(s.get(key, 0.0) or 0.0 for s in steps) if steps else 0.0  # noqa: E731
+    compute = [s.get("forward", 0.0) + s.get("backward_compute", s.get("backward", 0.0)) + s.get("optimizer", 0.0)
+               for s in steps]
+    m = {"rank": r.get("rank", 0), "wait": tot("wait"), "exposed": tot("exposed"), "data": tot("data"),
+         "allreduce_step": per_step("allreduce"), "step_time": per_step("step_time"),
+         "compute_step": statistics.median(compute) if compute else 0.0,
+         "calls": tot("allreduce_calls"), "bytes": tot("allreduce_bytes"),
+         "has_wait": any("wait" in s for s in steps), "steps": len(steps)}
+    m["transfer"] = max(0.0, m["exposed"] - m["wait"])
+    if acc is None:
+        m.update(wall=tot("step_time"), outside={}, startup=None, host=None, after=0.0, account=False)
+        return m
+    in_steps = acc["in_steps"]
+    m.update(wall=acc["wall"] + (acc.get("startup") or 0.0), outside=dict(acc["outside"]),
+             startup=(acc.get("startup") or 0.0) + acc["before_first_step"],
+             host=in_steps["remainder"] + acc["between_steps"], after=acc["after_last_step"],
+             parts={**in_steps["phases"], "data": in_steps["data"], **acc["outside"]},
+             account=True)
+    return m
+
+
+def _worst(ms, key):
+    """(seconds, share, per-rank list) of `key`, at the rank where it costs most."""
+    per = [m[key] or 0.0 for m in ms]
+    i = max(range(len(ms)), key=lambda k: per[k])
+    return per[i], per[i] / ms[i]["wall"] if ms[i]["wall"] > 0 else 0.0, per
+
+
+def _fmt_ranks(per) -> str:
+    return ", ".join(f"{x:.3g}" for x in per)
+
+
+def outside_findings(ms, world) -> list:
+    out = []
+    for name in dict.fromkeys(n for m in ms for n in m["outside"]):
+        per = [m["outside"].get(name, 0.0) for m in ms]
+        i = max(range(len(ms)), key=lambda k: per[k])
+        share = per[i] / ms[i]["wall"] if ms[i]["wall"] else 0.0
+        if share < MIN_SHARE:
+            continue
+        even = min(per) > 0 and max(per) <= EVEN * min(per)
+        how = (f"on every rank ({min(per):.3g} .. {max(per):.3g} s): if each rank does the whole of it, "
+               f"it is done {world} times" if even and world > 1
+               else f"uneven across ranks (s per rank: {_fmt_ranks(per)}): the others wait for it")
+        out.append((OUTSIDE, name, per[i], share, per, f"{name!r} {how}"))
+    return out
+
+
+def wait_finding(ms):
+    secs, share, per = _worst(ms, "wait")
+    if share < MIN_SHARE:
+        return None
+    slow = min(range(len(ms)), key=lambda k: per[k])
+    detail = f"rank {ms[slow]['rank']} is the slowest (it waits least); waited s per rank: {_fmt_ranks(per)}"
+    waiter = max(range(len(ms)), key=lambda k: per[k])
+    parts_s, parts_w = ms[slow].get("parts", {}), ms[waiter].get("parts", {})
+    diffs = {k: parts_s.get(k, 0.0) - parts_w.get(k, 0.0) for k in set(parts_s) | set(parts_w)}
+    if diffs and max(diffs.values()) > 0:
+        k = max(diffs, key=diffs.get)
+        detail += f"; it spends {diffs[k]:.3g} s more in {k!r} than rank {ms[waiter]['rank']}"
+    return (WAITING, "", secs, share, per, detail)
+
+
+def comm_finding(ms):
+    secs, share, per = _worst(ms, "transfer")
+    if share < MIN_SHARE:
+        return None
+    m = ms[per.index(secs)]
+    per_call = m["bytes"] / m["calls"] if m["calls"] else 0.0
+    small = per_call <= SMALL_MESSAGE and m["allreduce_step"] >= m["compute_step"]
+    detail = (f"exposed after every rank was ready, s per rank: {_fmt_ranks(per)}; per step: all-reduce "
+              f"{m['allreduce_step'] * 1e3:.3g} ms, compute {m['compute_step'] * 1e3:.3g} ms, "
+              f"{per_call / 1024:.4g} KiB per call")
+    return (LATENCY if small else EXPOSED, "", secs, share, per, detail)
+
+
+def simple_finding(ms, key, cause, what):
+    if any(m[key] is None for m in ms):
+        return None
+    secs, share, per = _worst(ms, key)
+    if share < MIN_SHARE:
+        return None
+    return (cause, "", secs, share, per, f"{what}, s per rank: {_fmt_ranks(per)}")
+
+
+def all_findings(ms, world) -> list:
+    found = outside_findings(ms, world) + [
+        wait_finding(ms), comm_finding(ms),
+        simple_finding(ms, "data", DATA, "waiting for batches inside the steps"),
+        simple_finding(ms, "host", HOST, "untimed host work in and between steps (step remainder + gaps)"),
+        simple_finding(ms, "startup", STARTUP, "process start to the first step")]
+    return sorted((f for f in found if f is not None), key=lambda f: -f[2])

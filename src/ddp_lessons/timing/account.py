@@ -1,0 +1,107 @@
+"""Where all of one rank's timed window went: steps, named work outside the
+steps, and the remainder no mark covers.
+
+    wall = steps + outside (by name) + unattributed
+
+`wall` runs from the timer's creation (its reference point, after a barrier
+when there are several ranks) to `result()`. The unattributed remainder is
+split by where it lies: before the first step (building the model, loaders,
+anything between the timer's creation and the first batch wait), between
+steps (what the loop does after `step_done()` and before the next step's
+first mark: logging, `loss.item()`, prints, the end of a loader), and after
+the last step. Inside the steps, `in_steps` splits step time into the data
+wait, each phase, and the step's own remainder (time in a step that no phase
+covers). `startup` is the time from the process's start to the timer's
+reference point (imports, joining the group, building the model): outside
+the window, reported beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (psutil), or None where unknown."""
+    try:
+        import psutil
+        return time.time() - psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - no psutil or no permission: start-up unknown
+        return None
+
+
+def _union(intervals):
+    merged = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def _gaps(wall, intervals):
+    """The parts of [0, wall] no interval covers, as (start, end)."""
+    out, t = [], 0.0
+    for a, b in _union(intervals):
+        if a > t:
+            out.append((t, min(a, wall)))
+        t = max(t, b)
+    if wall > t:
+        out.append((t, wall))
+    return [(a, b) for a, b in out if b > a]
+
+
+def in_steps(steps) -> dict:
+    """Step time split into data wait, each phase (summed over steps) and the
+    steps' remainder that no phase covers."""
+    phases, data, total = {}, 0.0, 0.0
+    for s in steps:
+        total += s["step_time"]
+        data += s.get("data", 0.0)
+        for name, (a, b) in s.get("phases", {}).items():
+            phases[name] = phases.get(name, 0.0) + (b - a)
+    return {"data": data, "phases": phases, "remainder": max(0.0, total - data - sum(phases.values()))}
+
+
+def account(wall: float, steps, outside, startup: float | None = None) -> dict:
+    """The account of one rank's window (see the module docstring).
+
+    `steps`: the timer's step dicts (`t_start`, `step_time`, ...); `outside`:
+    dicts with `name`, `start`, `end` (seconds since the reference point)."""
+    step_iv = [(s["t_start"], s["t_start"] + s["step_time"]) for s in steps]
+    out_iv = [(o["start"], o["end"]) for o in outside]
+    by_name = {}
+    for o in outside:
+        by_name[o["name"]] = by_name.get(o["name"], 0.0) + o["end"] - o["start"]
+    step_total = sum(b - a for a, b in step_iv)
+    first = min((a for a, _ in step_iv), default=wall)
+    last = max((b for _, b in step_iv), default=wall)
+    split = {"before_first_step": 0.0, "between_steps": 0.0, "after_last_step": 0.0}
+    for a, b in _gaps(wall, step_iv + out_iv):
+        key = "before_first_step" if b <= first else "after_last_step" if a >= last else "between_steps"
+        split[key] += b - a
+    return {"wall": wall, "steps": step_total, "outside": by_name,
+            "unattributed": wall - step_total - sum(by_name.values()), **split,
+            "in_steps": in_steps(steps), "startup": startup}
+
+
+def run_info(device, mode, batch_size) -> dict:
+    """What a result carries about its run: rank, world size, backend, device,
+    timer mode, torch threads, batch size (as given), start method."""
+    import torch
+    import torch.distributed as dist
+    grouped = dist.is_available() and dist.is_initialized()
+    return {"rank": dist.get_rank() if grouped else 0,
+            "world_size": dist.get_world_size() if grouped else 1,
+            "backend": dist.get_backend() if grouped else None,
+            "device": str(device), "mode": mode, "threads": torch.get_num_threads(),
+            "batch_size": batch_size, "start_method": start_method()}
+
+
+def start_method() -> str | None:
+    """How this worker was started: `launch`'s start method, "torchrun", or None."""
+    if os.environ.get("DDP_LESSONS_START_METHOD"):
+        return os.environ["DDP_LESSONS_START_METHOD"]
+    return "torchrun" if os.environ.get("TORCHELASTIC_RUN_ID") else None

@@ -1,0 +1,115 @@
+"""One time axis for every rank's marks, and the wait for a slower rank.
+
+`CommonClock` takes a shared reference at a collective: at the timer's
+creation and again at `result()`, every rank passes a barrier and reads its
+clock right after (on a GPU: after a device synchronise, so the event it
+records runs at once and the event clock is tied to the host clock). Each
+rank's marks are kept as seconds since its own reference ("local"); adding
+`offset` puts them on the common axis, whose zero is rank 0's reference.
+
+- One host (every rank reports the same host name): `perf_counter` is the
+  system-wide monotonic clock, the same for every process, so the offsets are
+  the exact differences of the ranks' reference readings (method "shared host
+  clock"; error: the GPU-to-host tie where marks are CUDA events).
+- Several hosts: the ranks' clocks are unrelated; the offsets are 0, i.e. the
+  barrier's exit is taken as one instant (method "barrier"). Its error is
+  estimated at `result()` by the second barrier: the spread across ranks of
+  the time each measured between the two (exit skew of both barriers plus
+  clock drift).
+
+On that axis, per step, `wait` is how long after this rank's last gradient
+bucket was ready the slowest rank's was (its backward compute finished later):
+the part of this rank's exposed all-reduce spent waiting for a slower rank.
+`exposed - wait` is communication after every rank was ready (the transfer,
+plus queueing behind earlier buckets).
+
+What it separates, and what not:
+- gloo (host clocks, mode "full"): a bucket is ready when DDP hands it to
+  the hook, and done when gloo's callback runs: both host times. `wait` is
+  exact up to the barrier exit skew (tens of microseconds on one host).
+  Not separated: a slower peer's earlier buckets (only the last bucket is
+  compared), gloo's threads slowing this rank's own compute on shared cores.
+- NCCL (CUDA events, mode "full"): ready and done are events on the compute
+  stream; NCCL's kernel spins while it waits for a peer, so its duration
+  includes the wait, and `wait` takes it out the same way. Error: the tie of
+  the event clock to the host clock (one synchronise each at creation and at
+  result; the drift between them is reported as `clock["drift"]`).
+- mode "light" (DDP's own timings): no per-bucket marks; a step's ready time
+  is taken as the end of its backward phase minus the exposed all-reduce
+  (`clock["wait_source"]` says so); coarser by DDP's own bookkeeping.
+- Waiting outside an all-reduce (in a barrier, in evaluation's collectives,
+  at the next step's forward broadcast) is not in `wait`: it shows as the
+  step or outside work where it happens.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def _grouped() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+class CommonClock:
+    """The timer's reference points (creation and result) and the offsets."""
+
+    def __init__(self, clock, device, enabled: bool = True):
+        self.clock, self.device = clock, device
+        self.synced = enabled and _grouped()
+        self.host = socket.gethostname()
+        self.t_ref, self.ref = self.point()
+        self.method, self.offset = "one rank", 0.0
+        if self.synced:
+            seen = _gather([self.t_ref, self.host])
+            same = len({h for _, h in seen}) == 1
+            self.method = "shared host clock" if same else "barrier"
+            self.offset = self.t_ref - seen[0][0] if same else 0.0
+
+    def point(self):
+        """(host perf_counter, clock token) read right after a barrier."""
+        if self.synced:
+            dist.barrier()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # note: CPU-GPU sync point, at creation and result only
+        t = time.perf_counter()
+        return t, self.clock.mark()
+
+    def finish(self, wall: float, t_end: float, readies: list) -> tuple[dict, list]:
+        """Clock facts, and per step this rank's wait for the slowest rank's ready
+        time (None where a step has no ready time or the run has one rank)."""
+        drift = wall - (t_end - self.t_ref)  # event clock against host clock; 0 on the host clock
+        info = {"method": self.method, "offset": self.offset, "drift": drift, "error": abs(drift)}
+        if not self.synced:
+            return info, [None] * len(readies)
+        mine = [None if r is None else r + self.offset for r in readies]
+        seen = _gather([t_end - self.t_ref, mine])
+        spans = [s for s, _ in seen]
+        if self.method == "barrier":
+            info["error"] = abs(drift) + max(spans) - min(spans)
+        waits = []
+        for k, own in enumerate(mine):
+            others = [m[k] for _, m in seen if k < len(m) and m[k] is not None]
+            waits.append(None if own is None else max(others) - own)
+        return info, waits
+
+
+def _gather(obj) -> list:
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def ready_time(step) -> float | None:
+    """When this rank's backward compute finished (seconds since the reference):
+    its last bucket handed over, else the backward phase's end minus the exposed part."""
+    if step["buckets"]:
+        return step["t_start"] + max(b["start"] for b in step["buckets"])
+    bwd = step["phases"].get("backward")
+    if bwd is None or "exposed" not in step:
+        return None
+    return step["t_start"] + bwd[1] - step["exposed"]

@@ -1,0 +1,177 @@
+"""`diagnose` and `compare`: every finding from a hand-made run that must
+produce it and one that must not; a real 2-rank run with duplicated
+evaluation; runs compared with their spread."""
+
+import _diag_workers as dw
+import pytest
+
+from ddp_lessons import compare, diagnose, launch, plots
+from ddp_lessons.diagnosis import CAUSES
+from ddp_lessons.diagnosis.causes import DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
+from ddp_lessons.timing.account import account
+
+
+def fake(rank=0, world=2, n=20, forward=0.02, bwd=0.02, opt=0.005, data=0.0, wait=0.0, exposed=0.0,
+         allreduce=0.004, calls=2, nbytes=16 << 20, outside=None, startup=0.1, before=0.01, between=0.0,
+         after=0.0, device="cpu", batch=32, comm="hook"):
+    """One rank's timer result, made by hand: `n` equal steps, then the outside work."""
+    exposed = max(exposed, wait)
+    step_time = data + forward + bwd + exposed + opt
+    steps, t = [], before
+    for i in range(n):
+        ph = {"forward": (data, data + forward), "backward": (data + forward, data + forward + bwd + exposed),
+              "optimizer": (step_time - opt, step_time)}
+        steps.append({"step": i, "t_start": t, "step_time": step_time, "data": data, "phases": ph,
+                      "buckets": [], "forward": forward, "backward": bwd + exposed, "optimizer": opt,
+                      "backward_compute": bwd, "exposed": exposed, "wait": wait, "allreduce": allreduce,
+                      "allreduce_calls": calls, "allreduce_bytes": nbytes})
+        t += step_time + between / n
+    out_iv = []
+    for name, secs in (outside or {}).items():
+        out_iv.append({"name": name, "start": t, "end": t + secs})
+        t += secs
+    return {"rank": rank, "world_size": world, "backend": "gloo", "device": device, "batch_size": batch,
+            "comm_source": comm, "steps": steps, "outside": out_iv, "clock": {"error": 0.0},
+            "account": account(t + after, steps, out_iv, startup)}
+
+
+def run(world=2, **per_rank):
+    """A run of `world` ranks; a keyword given as a list is per rank."""
+    return [fake(r, world, **{k: v[r] if isinstance(v, list) else v for k, v in per_rank.items()})
+            for r in range(world)]
+
+
+CASES = {  # cause: (a run that must produce it, one that must not)
+    OUTSIDE: (run(outside={"eval": 2.0}), run(outside={"eval": 0.01})),
+    WAITING: (run(wait=[0.03, 0.0]), run(wait=0.0)),
+    EXPOSED: (run(exposed=0.02), run(exposed=0.0)),
+    LATENCY: (run(exposed=0.02, allreduce=0.02, forward=0.001, bwd=0.001, opt=0.001, nbytes=128 << 10),
+              run(exposed=0.02, allreduce=0.02, forward=0.001, bwd=0.001, opt=0.001, nbytes=64 << 20)),
+    DATA: (run(data=0.02), run(data=0.0)),
+    HOST: (run(between=0.5), run(between=0.0)),
+    STARTUP: (run(startup=3.0), run(startup=0.01)),
+}
+
+
+@pytest.mark.parametrize("cause", list(CASES))
+def test_each_finding_appears_when_its_numbers_say_so_and_only_then(cause):
+    yes, no = CASES[cause]
+    assert cause in diagnose(yes).causes
+    assert cause not in diagnose(no).causes
+
+
+def test_the_vocabulary_is_complete_and_each_finding_says_what_to_do():
+    assert set(CASES) == set(CAUSES)
+    f = diagnose(run(outside={"eval": 2.0}, data=0.02)).findings[0]
+    assert f.change and f.check and len(f.per_rank) == 2 and 0 < f.share <= 1
+
+
+def test_findings_are_ranked_by_the_seconds_they_cost():
+    d = diagnose(run(outside={"eval": 0.5}, data=0.05, startup=0.3))
+    assert d.causes == [DATA, OUTSIDE, STARTUP]  # 1.0 s, 0.5 s, 0.31 s
+    assert [f.seconds for f in d.findings] == sorted((f.seconds for f in d.findings), reverse=True)
+
+
+def test_even_outside_work_reads_as_done_on_every_rank_uneven_as_making_others_wait():
+    assert "done 2 times" in diagnose(run(outside={"eval": 2.0})).findings[0].detail
+    assert "the others wait" in diagnose(run(outside=[{"eval": 2.0}, {"eval": 0.1}])).findings[0].detail
+
+
+def test_the_slower_rank_is_named_with_the_part_where_it_spends_more():
+    d = diagnose(run(wait=[0.03, 0.0], forward=[0.02, 0.05]))
+    (w,) = [f for f in d.findings if f.cause == WAITING]
+    assert "rank 1 is the slowest" in w.detail and "'forward'" in w.detail
+
+
+def test_what_cannot_be_decided_is_said():
+    assert any("not timed" in u for u in diagnose(run(comm="none")).undecided)
+    assert any("only 1 of 2" in u for u in diagnose(run()[:1]).undecided)
+    gpu = diagnose(run(device="cuda:0", forward=0.001, bwd=0.001, opt=0.0005))
+    assert any("CUDA" in u for u in gpu.undecided)
+    assert not any("CUDA" in u for u in diagnose(run(device="cuda:0")).undecided)  # 45 ms steps
+    old = run()
+    for r in old:
+        del r["account"]
+    assert any("no account" in u for u in diagnose(old).undecided)
+    assert not diagnose(run()).undecided
+
+
+def test_inputs_launch_results_dicts_holding_them_and_records():
+    ranks = run(outside={"eval": 2.0})
+    assert diagnose([{"times": r, "loss": 0.1} for r in ranks]).causes[0] == OUTSIDE
+    assert diagnose([{"timer": r} for r in ranks]).causes[0] == OUTSIDE
+    assert diagnose({"schema": "ddp-lessons/run", "results": ranks}).causes[0] == OUTSIDE
+    with pytest.raises(ValueError, match="timer result") as info:
+        diagnose([{"loss": 0.1}])
+    assert "\n" not in str(info.value)
+
+
+def test_it_prints_as_a_short_table():
+    d = diagnose(run(outside={"eval": 2.0}))
+    text = str(d)
+    assert text.splitlines()[1].startswith(" 1. work outside the steps: eval")
+    assert "<table>" in d._repr_html_() and d.table()[0][1] == "work outside the steps: eval"
+
+
+# -- compare -------------------------------------------------------------------
+
+def _repeats(world, step, jitter, k=3):
+    return [run(world, forward=step * (1 + jitter * (i - 1)), bwd=0.0, opt=0.0) for i in range(k)]
+
+
+def test_compare_gives_throughput_scaling_and_a_verdict_outside_the_noise():
+    c = compare({"1 rank": _repeats(1, 0.02, 0.02), "2 ranks": _repeats(2, 0.02, 0.02)}, baseline="1 rank")
+    assert c.rows["2 ranks"]["scaling"] == pytest.approx(2.0, rel=0.05)
+    assert c.rows["1 rank"]["samples_per_s"]["median"] == pytest.approx(32 / 0.02, rel=0.01)
+    assert c.verdicts["2 ranks"].holds
+    slower = compare({"1 rank": _repeats(1, 0.02, 0.02), "2 ranks": _repeats(2, 0.05, 0.02)})
+    assert slower.verdicts["2 ranks"].fails
+
+
+def test_compare_says_a_difference_inside_the_spread_is_not_resolvable():
+    c = compare({"a": _repeats(2, 0.020, 0.2), "b": _repeats(2, 0.021, 0.2)})
+    assert not c.verdicts["b"].resolved
+    few = compare({"a": _repeats(2, 0.02, 0.01, k=2), "b": _repeats(2, 0.04, 0.01, k=2)})
+    assert not few.verdicts["b"].resolved and "repeats" in few.verdicts["b"].rule
+
+
+def test_compare_refuses_one_run_and_an_unknown_baseline_and_plots():
+    with pytest.raises(ValueError, match="two or more"):
+        compare({"a": _repeats(2, 0.02, 0.01)})
+    with pytest.raises(ValueError, match="baseline"):
+        compare({"a": _repeats(2, 0.02, 0.01), "b": _repeats(2, 0.02, 0.01)}, baseline="c")
+    c = compare({"a": _repeats(2, 0.02, 0.01), "b": _repeats(2, 0.03, 0.01)})
+    assert "scaling" in str(c) and plots.compare(c).axes
+
+
+# -- real runs -----------------------------------------------------------------
+
+@pytest.mark.slow
+def test_known_sleeps_are_accounted_for_on_two_ranks():
+    for r in launch(dw.sleepy, world_size=2):
+        t, a = r["times"], r["times"]["account"]
+        assert a["wall"] == pytest.approx(r["wall"], rel=0.05)  # the worker's own clock, same window
+        assert a["outside"]["eval"] == pytest.approx(0.4, rel=0.25)
+        assert a["before_first_step"] >= 0.1
+        assert max(s["step_time"] for s in t["steps"]) < 0.2  # no evaluation inside a step
+        assert (t["world_size"], t["batch_size"], t["start_method"]) == (2, 8, "spawn")
+        waits = sorted(s["wait"] for s in t["steps"][2:])
+        median_wait = waits[len(waits) // 2]
+        if t["rank"] == 0:  # rank 1 sleeps 30 ms more per step: rank 0 waits for it
+            assert median_wait == pytest.approx(0.03, abs=0.012)
+        else:
+            assert median_wait < 0.005
+
+
+@pytest.mark.slow
+def test_duplicated_evaluation_ranks_first_on_a_real_run():
+    # DDP's constructor imports torch._dynamo (seconds here); forked workers inherit this
+    # process's imports, so start-up stays below the evaluation this test is about.
+    import torch._dynamo  # noqa: F401
+    out = launch(dw.duplicated_eval, world_size=2, start_method="fork")
+    d = diagnose(out)
+    assert d.findings[0].cause == OUTSIDE and d.findings[0].what == "eval", str(d)
+    for r in out:
+        a = r["account"]
+        named = a["steps"] + sum(a["outside"].values())
+        assert named == pytest.approx(a["wall"], rel=0.05)  # the parts cover the rank's wall
