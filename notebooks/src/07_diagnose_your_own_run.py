@@ -19,7 +19,7 @@
 import os
 import tempfile
 
-from ddp_lessons import launch, place, records
+from ddp_lessons import compare, diagnose, launch, place, records
 from ddp_lessons.own import accumulate, claims, cores, gpu, results, trace, train, unused
 from ddp_lessons.own.exercises import check
 from ddp_lessons.own.model import SmallResNet, parameter_count
@@ -85,9 +85,7 @@ claims.speedup_below(times["broken x1"], times["broken x2"], 1.5).show();
 # ## Where the time goes, ranked by cost
 # Per rank on 2 ranks: the evaluation beyond the rank's share (`eval x (1 - 1/2)`), the wait for each batch,
 # the per-step `loss.item()` and print, and the all-reduce the backward pass did not hide (on gloo this includes
-# waiting for the slower rank: no common clock tells the two apart here).
-#
-# <!-- diagnose: where `ddp_lessons.diagnose(...)` takes over this table: findings ranked by cost, each with a cause. -->
+# waiting for the slower rank).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -99,11 +97,31 @@ for cause, lo, hi in results.ranked(costs[0]):
 claims.largest_cost(costs, "duplicated evaluation").show();
 
 # %% [markdown]
-# The verdict above says whether duplicated evaluation is the first thing to fix. The fixes, as options
+# `ddp_lessons.diagnose` reads the same run (every rank's `StepTimer` result, the evaluation timed with
+# `timer.outside("eval")`) and ranks what cost it time by cause, each with what to change and how to check.
+# One process ran every setup of the rounds in turn, so the time from its start to this run's timer is the
+# earlier runs', not start-up: `results.this_run_only` leaves it out.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+found = diagnose([results.this_run_only(rank["runs"]["broken x2"][0]) for rank in raw])
+found
+
+# %%
+claims.ranked_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show();
+
+# %% [markdown]
+# The verdicts above say whether duplicated evaluation is the first thing to fix. The fixes, as options
 # (`fixed.diff(broken)` above): `evaluation="distributed"` (each rank its shard, two counts summed),
 # `set_epoch=True`, `step_log="none"`, `num_workers="budget"` (loader workers within the core budget, below).
-#
-# <!-- diagnose: fix in the order the findings give, then measure again with repeats (the rounds above). -->
+# Measured again, with the repeats of the rounds above, side by side (`ddp_lessons.compare`, samples per
+# second of wall time against the broken setup on 1 rank):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+per_run = {name: [[results.this_run_only(rank["runs"][name][i]) for rank in raw if len(rank["runs"][name]) > i] for i in range(3)]
+           for name in setups}
+compare(per_run, baseline="broken x1")
 
 # %%
 claims.fix_is_faster(times["broken x2"], times["fixed x2"], 2).show();

@@ -101,3 +101,9 @@ def mostly_idle(idle_pct: float, limit: float = 50.0) -> v.Verdict:
     """The GPU is idle for more than `limit` % of the traced steps (HTA's temporal breakdown)."""
     return v.exact(f"the GPU is idle for over {limit:g}% of the traced steps", idle_pct, side=">", limit=limit,
                    what="idle time %")
+
+
+def ranked_first(causes: list[str], cause: str, label: str) -> v.Verdict:
+    """`diagnose` ranks `cause` first (its findings, most costly first)."""
+    return v.exact(f"diagnose ranks {label} first", causes[0] if causes else "nothing", expected=cause,
+                   what="first cause", numbers={"causes": ", ".join(causes) or "none"})

@@ -52,7 +52,8 @@ def train(o: Options, group=None) -> dict:
     synchronised at each edge), the steps, the timer's per-step numbers, and
     what ran where."""
     r = build(o, group)
-    timer = StepTimer(r.ddp, state=group)   # the hook all-reduces over the group that trains
+    # state=group: the timing hook all-reduces over the group that trains (default: every rank)
+    timer = StepTimer(r.ddp, state=group, batch_size=o.batch_size)
     epochs, t_run = [], time.perf_counter()
     for e in range(o.epochs):
         sync(r.device)
@@ -61,8 +62,9 @@ def train(o: Options, group=None) -> dict:
         steps = epoch(r, timer, e)
         sync(r.device)
         t1 = time.perf_counter()
-        ev = r.evaluate()
-        sync(r.device)
+        with timer.outside("eval"):   # between epochs: outside every step, timed as such
+            ev = r.evaluate()
+            sync(r.device)
         epochs.append({"epoch": e, "steps": steps, "first_step": first, "train_s": t1 - t0,
                        "eval_s": time.perf_counter() - t1, **{f"eval_{k}": v for k, v in ev.items()}})
         report_progress(e + 1, o.epochs)
@@ -102,5 +104,9 @@ def rounds(setups: dict, n_rounds: int) -> dict:
             dist.barrier()   # every setup starts with all ranks together
             if dist.get_rank() < k:
                 out[name].append(train(o, groups[k]))
+            else:
+                # StepTimer takes a common clock over every rank (a barrier and a gather when it is
+                # made and at result()): a rank left out passes the same collectives with a timer of its own.
+                StepTimer().result()
     dist.barrier()
     return {"runs": out, "order": order, "rank": dist.get_rank()}
