@@ -5,8 +5,9 @@ a new user brings, and the fixes as options.
 model · data · options (the habits and the fixes) · setup (options -> one
 rank's objects) · train (the timed loop; interleaved rounds) · trace
 (torch.profiler, exported for Perfetto and HTA) · cores (core budgeting) ·
-accumulate (no_sync) · unused (TORCH_DISTRIBUTED_DEBUG) · records (the GPU
-record read back) · claims · exercises.
+results (runs as numbers: times, costs by cause) · accumulate (no_sync) ·
+unused (TORCH_DISTRIBUTED_DEBUG) · gpu (the recorded GPU run read back: NCCL
+lines, Holistic Trace Analysis) · claims · exercises.
 """
 
 from .options import Options
