@@ -18,7 +18,8 @@
 # | `03_case1_beyond` | what the answer missed: evaluation, unused heads, buckets and overlap, loaders, mixed precision; why 133 s > 105 s; a setup that scales |
 # | `04_case2_lightning` | case 2 (3 GPUs, Lightning): the posted test, through the helper and through Lightning's own launcher |
 # | `05_case2_where_time_goes` | the wall time taken apart: start-up, validation, logging, data, NVML, compute, all-reduce |
-# | `06_case2_breakeven` | "is my model too simple?": from which size on 3 workers beat 1, predicted and measured |
+# | `06_case2_breakeven` | "is my model too simple?": what one GPU can do with each lever, and from which width N GPUs beat the fastest one-GPU step |
+# | `07_diagnose_your_own_run` | a run of your own (a small ResNet on CIFAR-shaped data): diagnosed, fixed in order, measured again; torch.profiler, HTA, `TORCH_DISTRIBUTED_DEBUG`, `NCCL_DEBUG`, core budget, `no_sync` |
 
 # %%
 import torch

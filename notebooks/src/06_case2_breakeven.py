@@ -6,7 +6,7 @@
 # - what case 2's step costs on one GPU with each real lever (the loss shape, fused Adam, `torch.compile`, the whole step in one CUDA graph), with the spread of repeats;
 # - from which width N GPUs beat the *fastest* one-GPU step, under which link assumptions, and what to do with a model this size.
 #
-# **Builds on** `05_case2_where_time_goes` (the costs taken apart). Previous: `05_case2_where_time_goes.ipynb`. This is the last notebook.
+# **Builds on** `05_case2_where_time_goes` (the costs taken apart). Previous: `05_case2_where_time_goes.ipynb`. Next: `07_diagnose_your_own_run.ipynb` (a run of your own, diagnosed).
 
 # %%
 from dataclasses import replace
