@@ -6,7 +6,9 @@ options -> model (the posted MLP, data, loss) -> lightning (the posted test:
 timing (the callback and comm hook that time Lightning's steps) ; nvml (the
 post's per-step NVML block) ; plain (the same workload without Lightning) ;
 breakeven (from which size on N workers win) ; replay (a recorded GPU run
-made again on this machine's GPU: `rerun`) ; exercises ; cli.
+made again on this machine's GPU: `rerun`) ; rounds (two setups timed in
+interleaved rounds) ; hookread (the all-reduce hook's interval, per rank) ;
+claims (the notebooks' verdicts) ; exercises ; cli.
 Lightning itself is imported only when a fit runs.
 """
 
