@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 04 · Case 2: a Lightning test where one device wins
+# # 04 · Case 2: a Lightning test where one GPU beat three
 #
 # **What you will learn**
 # - to run a PyTorch Lightning script on several workers from a notebook, two ways: through the course's launcher, and with Lightning's own `ddp_notebook`;
@@ -100,7 +100,7 @@ print(f"ddp_notebook: {nb_total:.2f} s in all")
 
 # %% [markdown]
 # ## What the launched run spent before training
-# The launcher's run, as this kernel saw it, holds far more than the three fits: starting three Pythons, importing torch and Lightning in each, the rendezvous, and at the end the workers' exit. Everything the kernel waited for beyond the slowest rank's `trainer.fit` is that start-up:
+# The launcher's run, as this kernel saw it, holds the three fits and more: starting three Pythons, importing torch and Lightning in each, the rendezvous, and at the end the workers' exit. Everything the kernel waited for beyond the slowest rank's `trainer.fit` is that start-up:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -113,7 +113,7 @@ print(f"launcher, in all: {helper_total:.2f} s; trainer.fit per rank: "
 claims.startup_vs_fit(startup, fits).show();
 
 # %% [markdown]
-# The verdict above says whether starting spawned workers costs more than their whole fit here. Comparing this launched run's total with a one-device fit in this kernel, which started nothing, would mostly compare start-ups; the asker's one-GPU script paid a start-up of its own too.
+# The verdict above says whether starting spawned workers costs more than their whole fit here. Where it holds, comparing this launched run's total with a one-device fit in this kernel (which started nothing) would mostly compare start-ups, and the asker's one-GPU script paid a start-up of its own too: that comparison is not made here.
 #
 # ## Who wins, fairly
 # A fair pair starts nothing new on either side: one device, and three workers forked by `ddp_notebook`, each timed from the call to its return (building the Trainer and Lightning's setup in both; forking, joining a process group and leaving it in the second; no Python started and no import in either). One epoch per run, in interleaved rounds (one device first in some rounds, last in others), so that a busy moment of the machine hits both alike:

@@ -153,11 +153,13 @@ print(case2.nvml_error())
 nv = records.stored_or_live("case2-h200-nvml", case2.rerun, solo)
 print(records.describe_machine(nv) + ("" if nv["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)"))
 per_call = nv["results"]["per_call"]
+# the recorded one ran in a process that never used the GPU; a live one runs in this kernel
+context = torch.cuda.is_initialized() if nv.get("live") else nv["config"].get("accelerator") == "gpu"
 print(nv["results"]["error"] or f"the post's NVML block alone: {per_call * 1e3:.2f} ms per call "
-      f"(median of {len(nv['results']['times'])}), in a process with {'a' if nv['config'].get('accelerator') == 'gpu' else 'no'} CUDA context")
+      f"(median of {len(nv['results']['times'])}), in a process with {'a' if context else 'no'} CUDA context")
 
 # %% [markdown]
-# That figure is the block alone, in a process that never created a CUDA context. Inside a fit on the GPU the process has one, and the block's cost there is what the fit shows. The record below holds interleaved rounds on one GPU of the fixed test (`Options.fixed()`, `accumulate=1`) with the NVML block on every step and without it (world size 1: one rank, no all-reduce between GPUs):
+# That figure is the block alone, in a process with or without a CUDA context as the line above says. Inside a fit on the GPU the process has one, and the block's cost there is what the fit shows. The record below holds interleaved rounds on one GPU of the fixed test (`Options.fixed()`, `accumulate=1`) with the NVML block on every step and without it (world size 1: one rank, no all-reduce between GPUs):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
