@@ -57,7 +57,8 @@ def test_bytes_vs_latency():
     n = 538_628
     assert C.bytes_vs_latency([fit(1e-3, 1e9), fit(5e-4, 1e9)], n).holds   # ratios 0.54, 1.08
     assert C.bytes_vs_latency([fit(1e-5, 1e9), fit(2e-5, 1e9)], n).fails   # 54 and 27: bandwidth-bound
-    assert C.bytes_vs_latency([fit(1e-3, 1e9), fit(1e-5, 1e9)], n).status == U
+    assert C.bytes_vs_latency([fit(0.1, 1e9), fit(0.05, 1e9)], n).fails     # 0.005, 0.01: latency-bound
+    assert C.bytes_vs_latency([fit(1e-3, 1e9), fit(1e-5, 1e9)], n).status == U   # 0.54 .. 54
     assert C.bytes_vs_latency([fit(0.0, 1e9)], n).fails                     # no latency at all
 
 

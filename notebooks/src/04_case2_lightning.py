@@ -110,7 +110,7 @@ print(f"launcher, in all: {helper_total:.2f} s; trainer.fit per rank: "
       + ", ".join(f"{w:.2f}" for w in fits) + f" s; start-up and exit: {startup:.2f} s")
 
 # %%
-claims.startup_vs_fit(startup, fits).show();
+started = claims.startup_vs_fit(startup, fits).show()
 
 # %% [markdown]
 # The verdict above says whether starting spawned workers costs more than their whole fit here. Where it holds, comparing this launched run's total with a one-device fit in this kernel (which started nothing) would mostly compare start-ups, and the asker's one-GPU script paid a start-up of its own too: that comparison is not made here.

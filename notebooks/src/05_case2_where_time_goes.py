@@ -34,9 +34,10 @@ t0 = time.perf_counter()
 ranks = launch(case2.fit_worker, (opts, where.accelerator), world_size=where.world_size, timeout=240)
 total = time.perf_counter() - t0
 steps = ranks[0]["times"]["steps"]
-print("all-reduces per micro-step, rank 0, epoch 1:", [s["allreduce_calls"] for s in steps[:7]])
+calls = [s["allreduce_calls"] for s in steps[:7]]
+print("all-reduces per micro-step, rank 0, epoch 1:", calls)
 print("bytes per all-reduce:", {s["allreduce_bytes"] for s in steps if s["allreduce_calls"]}, "=", case2.param_count(), "params x 4 B")
-claims.syncs_per_epoch([s["allreduce_calls"] for s in steps[:7]], -(-opts.size // 3), opts.batch_size, opts.accumulate).show();
+syncs = claims.syncs_per_epoch(calls, -(-opts.size // 3), opts.batch_size, opts.accumulate).show()
 
 # %% [markdown]
 # Where the verdict holds: seven micro-steps per rank and epoch (1,667 samples in batches of 256); Lightning wraps the first two of every three in DDP's `no_sync`, and steps on the epoch's last batch anyway, so 0, 0, 1, 0, 0, 1, 1. (`Options.fixed()`, used by the recorded GPU pairs below, sets `accumulate=1`: an optimizer step and, on several workers, an all-reduce on every micro-step, three times as many per sample, and a third of the post's effective batch.) Per step, per rank:
@@ -74,7 +75,7 @@ for r, a, c in zip(ranks, per_epoch, claims.crossover_epochs(startups, per_epoch
 
 # %%
 claims.startup_vs_allreduce(startups, per_epoch, opts.epochs).show()
-claims.startup_vs_allreduce(startups, per_epoch, claims.POST_EPOCHS).show();
+at_post = claims.startup_vs_allreduce(startups, per_epoch, claims.POST_EPOCHS).show()
 
 # %% [markdown]
 # The two verdicts above say, for this run's epochs and for the post's 200, whether start-up costs several (more than three) times all the all-reduces. A conclusion about start-up against communication is a statement about an epoch count: read it off the crossover, not off one short run.
@@ -101,17 +102,17 @@ print(f"alone (sweep, {near['bytes'] / 1e6:.2f} MB, the nearest size): {near['ti
       f"model at {nbytes / 1e6:.2f} MB: {allreduce.predict_time(nbytes, fit) * 1e3:.2f} ms, latency alone {fit['latency'] * 1e3:.2f} ms")
 
 # %%
-claims.hook_vs_standalone([r["median"] for r in read["ranks"]], near["time"]).show();
+waiting = claims.hook_vs_standalone([r["median"] for r in read["ranks"]], near["time"]).show()
 
 # %% [markdown]
-# Where the verdict holds, most of what the hook measures inside training is not the transfer but waiting: for a peer that had not yet handed its bucket over, or for this rank's own turn on a core. What makes a peer late (three ranks on two cores, one rank's slower step) is not taken apart here. Where the verdict does not hold, at most half of the hook's interval is waiting. What bounds the wire itself at 0.54 MB? The curve's two terms, from a fit over the ranks together and one per rank:
+# Where the verdict holds, most of what the hook measures inside training is not the transfer but waiting: for a peer that had not yet handed its bucket over, or for this rank's own turn on a core. What makes a peer late (three ranks on two cores, one rank's slower step) is not taken apart here. Where the verdict does not hold, at most half of the hook's interval is waiting. What sets the wire time itself at 0.54 MB, the per-call latency or the bytes? The curve's two terms, from a fit over the sweep's median times and one over its best times (per iteration, the slowest rank's):
 
 # %%
-fits = [fit] + [allreduce.fit_latency_bandwidth(allreduce.summarize([r])) for r in sweep]
-claims.bytes_vs_latency(fits, nbytes).show();
+fits = [fit, allreduce.fit_latency_bandwidth([dict(r, time=r["best"]) for r in rows])]
+wire = claims.bytes_vs_latency(fits, nbytes).show()
 
 # %% [markdown]
-# The verdict above says whether the curve makes the 0.54 MB all-reduce bandwidth-bound on this machine. Where it holds, the latency (paid per call, whatever the size) is at least a fifth of the wire time, so fewer calls (accumulation) cut a real part of it; whether the latency outweighs the bytes is not claimed here, so this notebook does not call it latency-bound. Inside training, the waiting above comes on top of the wire.
+# The verdict above says whether, on this machine, both terms count at 0.54 MB. Where it holds, the all-reduce is neither latency-bound nor bandwidth-bound here: fewer calls (accumulation) and fewer bytes (compression) would each cut a part of the wire time. Which of the two terms is larger is not claimed: the ratio in the deciding numbers is this run's. Inside training, the waiting above comes on top of the wire.
 
 # %% [markdown]
 # ## Data drawn in `__getitem__`, and `self.log` on every step
@@ -119,12 +120,12 @@ claims.bytes_vs_latency(fits, nbytes).show();
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-data = rounds.randn_vs_tensors(opts, rounds=5)  # each value: best of 3 passes over the 5,000 samples
+data = rounds.randn_vs_tensors(opts, rounds=5)  # each value: median of 9 passes over the 5,000 samples, the two alternating
 for name in ("randn", "tensors"):
     print(f"{name:8s}", " ".join(f"{x * 1e3:5.1f}" for x in data[name]), "ms per pass, per round")
 
 # %%
-claims.randn_loader(data["randn"], data["tensors"]).show();
+drawn = claims.randn_loader(data["randn"], data["tensors"]).show()
 
 # %% [markdown]
 # And `training_step` (the model, the loss, `self.log`) with `self.log` on every step against every 50th, a one-epoch fit in this process per run, interleaved rounds:
@@ -136,7 +137,7 @@ for name in ("every", "rare"):
     print(f"{name:6s}", " ".join(f"{x * 1e3:5.2f}" for x in logs[name]), "ms per training_step (median of a fit), per round")
 
 # %%
-claims.log_every_step(logs["every"], logs["rare"]).show();
+logged = claims.log_every_step(logs["every"], logs["rare"]).show()
 
 # %% [markdown]
 # The two verdicts above say whether drawing the data per item and logging every step cost time here, round by round. Both are host work paid on every rank in every step.
@@ -174,7 +175,7 @@ print("added by the block to training_step, per round:", ", ".join(f"{x * 1e3:.2
 claims.nvml_in_training_step(pairs).show()
 claims.nvml_in_step(pairs).show()
 if per_call is not None:
-    claims.nvml_below_standalone(pairs, per_call).show();
+    claims.nvml_below_standalone(pairs, per_call).show()
 
 # %% [markdown]
 # Read the verdicts above together, for the recorded GPU: whether the block slows `training_step` in every round; whether that shows in the whole micro-step beyond the rounds' spread (the step also holds the data wait, Lightning's loop, backward and the optimizer, which vary from round to round); and whether inside the fit the block costs less than the standalone per-call figure (why the CUDA context makes the difference was not measured). Whatever its size, it is a host cost on every rank in every step, for a number nobody needs per step: sample utilisation from outside the training loop (`nvidia-smi dmon`) instead.
@@ -187,12 +188,12 @@ for name in ("posted", "fixed"):
     print(f"fit time, {name:6s} {claims.spread_line(claims.per_round(pairs, name, 'wall'), 1, 's')}")
 
 # %%
-claims.posted_vs_fixed(pairs, "wall").show();
+fixes = claims.posted_vs_fixed(pairs, "wall").show()
 
 # %% [markdown]
 # ## Summary
 # - With `accumulate_grad_batches=3`, DDP all-reduces 0.54 MB once per optimizer step: every third micro-step and the epoch's last (verdict above).
-# - The hook's interval holds waiting for peers as well as the wire: read it per rank, with min and max across ranks, and against the same all-reduce alone; the verdicts above say whether most of it is waiting here, and whether the wire at 0.54 MB is bandwidth-bound.
+# - The hook's interval holds waiting for peers as well as the wire: read it per rank, with min and max across ranks, and against the same all-reduce alone; the verdicts above say whether most of it is waiting here, and whether latency and bytes both count in the wire time at 0.54 MB.
 # - Start-up against all-reduces depends on the epoch count: the crossover above, and a verdict at this run's epochs and at the post's 200.
 # - Drawing data per item, logging every step and the NVML block are host costs on every rank; each has its verdict above (the NVML block's from interleaved rounds on a recorded GPU).
 #

@@ -85,18 +85,23 @@ def hook_vs_standalone(per_rank_medians, standalone_s: float, factor: float = 2.
                       numbers={"standalone": V._fmt(standalone_s * 1e3, "ms")})
 
 
-def bytes_vs_latency(fits, nbytes: int, factor: float = 4.0) -> V.Verdict:
+def bytes_vs_latency(fits, nbytes: int, factor: float = 8.0) -> V.Verdict:
     """At `nbytes`, the model time = latency + bytes / bandwidth. From several
-    fits (e.g. the ranks' together and every rank's): the claim is that the
-    all-reduce is not bandwidth-bound, i.e. the bytes term is under `factor`
-    times the latency term in every fit (the latency is then at least
-    1 / (1 + factor) of the time). Whether it is latency-bound (bytes term
-    below the latency term) is left open: on a loaded 2-core machine that
-    ratio moves across 1 from run to run."""
+    fits (e.g. on the sweep's median times and on its best ones): the claim is
+    that neither term is negligible, each more than 1/`factor` of the other in
+    every fit. Does not hold when every fit puts one term beyond `factor` times
+    the other (latency-bound or bandwidth-bound)."""
     ratios = [nbytes / f["bandwidth"] / f["latency"] if f["latency"] > 0 else math.inf for f in fits]
-    return V.interval(f"at {nbytes / 1e6:.2f} MB the all-reduce is not bandwidth-bound: the bytes/bandwidth "
-                      f"term is under {factor:g}x the latency term", min(ratios), max(ratios), side="<",
-                      limit=factor, what=f"bytes term / latency term, {len(fits)} fits (min .. max)")
+    lo, hi = min(ratios), max(ratios)
+    what = f"bytes term / latency term, {len(fits)} fits (min .. max)"
+    parts = (V.interval("not latency-bound", lo, hi, side=">", limit=1 / factor, what=what),
+             V.interval("not bandwidth-bound", lo, hi, side="<", limit=factor, what=what))
+    status = V.all_of("both", *parts).status
+    return V.Verdict(f"at {nbytes / 1e6:.2f} MB neither the latency nor the bytes/bandwidth term is "
+                     f"negligible: each is more than 1/{factor:g} of the other", status,
+                     {what: f"{V._fmt(lo)} .. {V._fmt(hi)}"},
+                     f"holds when every ratio is within [1/{factor:g}, {factor:g}], does not hold when "
+                     "all of them are beyond one end, else not resolvable")
 
 
 # -- 05: start-up against the all-reduces, as a function of the epochs --------------------

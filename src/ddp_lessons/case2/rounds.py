@@ -6,6 +6,7 @@ Defined in notebooks 04_case2_lightning and 05_case2_where_time_goes.
 
 from __future__ import annotations
 
+import statistics
 import time
 
 from torch.utils.data import DataLoader
@@ -54,23 +55,30 @@ def one_vs_forked(opts, where, rounds: int = 6) -> dict:
     return _rounds({"one": one, "forked": forked}, rounds)
 
 
-def loader_pass(opts, best_of: int = 3) -> float:
-    """Seconds for one pass over the case's DataLoader (batch `opts.batch_size`),
-    best of `best_of`: how long the data takes to come out, nothing else."""
-    def once():
-        loader = DataLoader(make_dataset(opts), batch_size=opts.batch_size)
-        t0 = time.perf_counter()
-        for _ in loader:
-            pass
-        return time.perf_counter() - t0
-    return min(once() for _ in range(best_of))
+def loader_pass(opts) -> float:
+    """Seconds for one pass over the case's DataLoader (batch `opts.batch_size`):
+    how long the data takes to come out, nothing else."""
+    loader = DataLoader(make_dataset(opts), batch_size=opts.batch_size)
+    t0 = time.perf_counter()
+    for _ in loader:
+        pass
+    return time.perf_counter() - t0
 
 
-def randn_vs_tensors(opts, rounds: int = 5) -> dict:
-    """A loader pass per round: 'randn' drawn in `__getitem__` (as posted) and
-    'tensors' made once."""
-    return _rounds({"randn": lambda: loader_pass(opts.replace(randn_in_getitem=True)),
-                    "tensors": lambda: loader_pass(opts.replace(randn_in_getitem=False))}, rounds)
+def randn_vs_tensors(opts, rounds: int = 5, passes: int = 9) -> dict:
+    """A loader pass per round and setup: 'randn' drawn in `__getitem__` (as
+    posted) and 'tensors' made once. A round's value is the median of `passes`
+    passes, the two setups' passes alternating inside the round, so that a
+    busy moment of the machine (a pass takes tens of ms) hits both alike. The
+    median, not the best: single passes of either setup sometimes run far
+    faster or slower than the rest (seen on two shared cores)."""
+    posted, made = opts.replace(randn_in_getitem=True), opts.replace(randn_in_getitem=False)
+
+    def one_round():
+        tries = [(loader_pass(posted), loader_pass(made)) for _ in range(passes)]
+        return statistics.median(a for a, _ in tries), statistics.median(b for _, b in tries)
+    pairs = [one_round() for _ in range(rounds)]
+    return {"randn": [a for a, _ in pairs], "tensors": [b for _, b in pairs]}
 
 
 def log_every_vs_rare(opts, accelerator: str = "cpu", rounds: int = 5) -> dict:
