@@ -90,7 +90,7 @@ fit = allreduce.fit_latency_bandwidth(rows)
 plots.bandwidth([(where.describe(), rows, fit)])
 
 # %% [markdown]
-# Inside training, the hook's interval per rank (steps after the first two that all-reduced), with min and max across ranks. The rank that hands its bucket over last waits least, so per step the shortest interval over the ranks bounds the wire time from above:
+# Inside training, the hook's interval per rank (steps after the first two that all-reduced), with min and max across ranks. The ranks finish an all-reduce together, so per step the rank that handed its bucket over last has the shortest interval (an upper bound on the wire time), and the rank that handed over first the longest (the wire plus the wait for the last):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -98,14 +98,14 @@ nbytes = 4 * case2.param_count()
 read = hookread.per_rank([r["times"] for r in ranks], skip=2)
 near = min(rows, key=lambda r: abs(r["bytes"] - nbytes))
 print(hookread.table(read))
-print(f"alone (sweep, {near['bytes'] / 1e6:.2f} MB, the nearest size): {near['time'] * 1e3:.2f} ms median; "
+print(f"alone (sweep, {near['bytes'] / 1e6:.2f} MB, the nearest size): {near['time'] * 1e3:.2f} ms median, {near['best'] * 1e3:.2f} best; "
       f"model at {nbytes / 1e6:.2f} MB: {allreduce.predict_time(nbytes, fit) * 1e3:.2f} ms, latency alone {fit['latency'] * 1e3:.2f} ms")
 
 # %%
-waiting = claims.hook_vs_standalone([r["median"] for r in read["ranks"]], near["time"]).show()
+waiting = claims.hook_vs_standalone(read["first_in"], near["time"], near["best"]).show()
 
 # %% [markdown]
-# Where the verdict holds, most of what the hook measures inside training is not the transfer but waiting: for a peer that had not yet handed its bucket over, or for this rank's own turn on a core. What makes a peer late (three ranks on two cores, one rank's slower step) is not taken apart here. Where the verdict does not hold, at most half of the hook's interval is waiting. What sets the wire time itself at 0.54 MB, the per-call latency or the bytes? The curve's two terms, from a fit over the sweep's median times and one over its best times (per iteration, the slowest rank's):
+# Where the verdict holds, the rank that is ready first spends most of its hook interval not on the transfer but waiting for the last peer (or for its own turn on a core): a hook median read on one rank says as much about the other ranks' lateness as about the wire. What makes a peer late (three ranks on two cores, one rank's slower step) is not taken apart here. Where the verdict does not hold, at most half of even the longest interval is waiting. What sets the wire time itself at 0.54 MB, the per-call latency or the bytes? The curve's two terms, from a fit over the sweep's median times and one over its best times (per iteration, the slowest rank's):
 
 # %%
 fits = [fit, allreduce.fit_latency_bandwidth([dict(r, time=r["best"]) for r in rows])]

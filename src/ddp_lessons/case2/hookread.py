@@ -5,8 +5,10 @@ rank's gradients are ready) to the moment the all-reduce has completed. It
 includes the transfer (the wire), waiting for the slowest peer to hand over
 its own bucket (on 2 cores with 3 ranks one rank is always descheduled), and
 queueing behind earlier buckets (none here: 0.54 MB fits one bucket). The
-rank that hands over last waits least, so per step the shortest interval over
-the ranks is an upper bound on the wire time inside training.
+ranks finish an all-reduce together, so per step the rank that handed over
+last has the shortest interval, an upper bound on the wire time inside
+training, and the rank that handed over first the longest: the wire plus
+the wait for the last peer.
 Defined in notebook 05_case2_where_time_goes.
 """
 
@@ -24,8 +26,9 @@ def synced(times: dict, skip: int = 2) -> list[tuple[int, float]]:
 def per_rank(ranks_times: list[dict], skip: int = 2) -> dict:
     """Per rank: the median, min and max hook interval over its synced steps;
     across ranks: the min and max of those medians; per step, the shortest
-    interval over the ranks (an upper bound on the wire time), and its median.
-    Seconds. Steps are matched by index: every rank runs the same steps."""
+    interval over the ranks (an upper bound on the wire time) and the longest
+    (the first rank to hand over: wire plus the wait for the last), with their
+    medians. Seconds. Steps are matched by index: every rank runs the same steps."""
     rows = []
     for t in ranks_times:
         v = [x for _, x in synced(t, skip)]
@@ -38,11 +41,13 @@ def per_rank(ranks_times: list[dict], skip: int = 2) -> dict:
     for t in ranks_times:
         for i, x in synced(t, skip):
             by_step.setdefault(i, []).append(x)
-    earliest = [min(v) for v in by_step.values() if len(v) == len(ranks_times)]
+    full = [v for v in by_step.values() if len(v) == len(ranks_times)]
+    shortest, longest = [min(v) for v in full], [max(v) for v in full]
     medians = [r["median"] for r in rows]
     return {"ranks": rows, "median_min": min(medians), "median_max": max(medians),
-            "shortest_per_step": earliest,
-            "wire_bound": statistics.median(earliest) if earliest else None}
+            "shortest_per_step": shortest, "longest_per_step": longest,
+            "wire_bound": statistics.median(shortest) if full else None,
+            "first_in": statistics.median(longest) if full else None}
 
 
 def per_epoch(ranks_times: list[dict]) -> list[float]:
@@ -57,6 +62,8 @@ def table(read: dict) -> str:
     lines.append(f"across ranks, the medians span {read['median_min'] * 1e3:.2f} .. "
                  f"{read['median_max'] * 1e3:.2f} ms")
     if read["wire_bound"] is not None:
-        lines.append(f"per step, the shortest rank's interval (upper bound on the wire): "
+        lines.append(f"per step, the shortest interval (the last rank in; upper bound on the wire): "
                      f"{read['wire_bound'] * 1e3:.2f} ms median")
+        lines.append(f"per step, the longest interval (the first rank in; wire + waiting for the last): "
+                     f"{read['first_in'] * 1e3:.2f} ms median")
     return "\n".join(lines)
