@@ -221,3 +221,11 @@ def test_unsteady_filters_by_name():
     rec = _record([1, 1, 1], [1, 1, 1])
     rec["results"]["runs"][0]["step_times"] = [1, 1, 1, 1.5, 0.5, 1.5, 0.5, 1.5, 0.5, 1]
     assert claims_gpu.unsteady(rec, ("B",)) == []
+
+
+def test_diagnosis_sees_evaluation_on_the_evaluating_rank_only():
+    from ddp_lessons.case1 import claims as C2
+    assert C2.diagnosis_sees_evaluation([{"outside": {"evaluation": 0.9}}, {"outside": {"evaluation": 0.001}}]).holds
+    # Every rank evaluates (duplicated), or the evaluation landed in a step: not on rank 0 alone.
+    assert C2.diagnosis_sees_evaluation([{"outside": {"evaluation": 0.9}}, {"outside": {"evaluation": 0.8}}]).fails
+    assert C2.diagnosis_sees_evaluation([{"outside": {}}, {"outside": {}}]).fails

@@ -26,7 +26,7 @@
 # %%
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
-from ddp_lessons import launch, place, plots, records
+from ddp_lessons import diagnose, launch, place, plots, records
 from ddp_lessons import case1
 from ddp_lessons.case1 import per_rank, claims
 from ddp_lessons.case1.exercises import check
@@ -191,7 +191,25 @@ print("who evaluated:", [r["rank"] for r in two if r["epochs"][0]["eval"] is not
 claims.eval_wait(edge).show();
 
 # %% [markdown]
-# Where the verdict holds, rank 1's extra blocked time is rank 0's evaluation: the loader restart is on
+# `ddp_lessons.diagnose` reads the same per-rank results (each rank's `timer`) and lists what cost the run
+# its time, by cause, largest first, with what to change. Its figures and its order vary from run to run
+# (not compared here); the verdict after it checks that its account holds the evaluation where this lesson
+# found it:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+found = diagnose(two)
+found
+
+# %%
+claims.diagnosis_sees_evaluation(found.ranks).show();
+
+# %% [markdown]
+# Where the table lists "ranks waiting for a slower rank" or "work outside the steps: evaluation", it is
+# this: one rank's evaluation the other waits for. Start-up (from process start to the first step) counts
+# in each rank's wall time and does not grow with the run, so its share falls as a run gets longer.
+#
+# Where the verdict on the first all-reduce holds, rank 1's extra blocked time is rank 0's evaluation: the loader restart is on
 # both ranks, in its own column above, and taken out of the all-reduce's excess. Rank 0 waits for nobody:
 # its own first all-reduce is an ordinary one. The verdict is a function of these numbers that comes out
 # "does not hold" when rank 1's first all-reduce is an ordinary one too. Sharing the evaluation over the

@@ -3,8 +3,8 @@
 #
 # **What you will learn**
 # - to time every Lightning micro-step (forward, backward, all-reduce, optimizer, batch wait) with a Callback and a DDP communication hook;
-# - that `accumulate_grad_batches=3` all-reduces on every third micro-step only, and what the 0.5 MB all-reduce costs against the bandwidth curve;
-# - which costs of the posted test are fixed (start-up, validation, logging, NVML, data drawn per item) rather than compute.
+# - that `accumulate_grad_batches=3` all-reduces on every third micro-step only, and how to read the all-reduce hook's interval: per rank, wire time apart from waiting for peers;
+# - how the posted test's fixed costs (start-up, validation, logging, NVML, data drawn per item) compare with what grows with the epochs, each comparison decided by a verdict.
 #
 # **Builds on** `04_case2_lightning` (the posted test, the launcher with Lightning) and `StepTimer` from `00_first_launch`.
 # Previous: `04_case2_lightning.ipynb`. Next: `06_case2_breakeven.ipynb`.
@@ -15,8 +15,8 @@ import time
 import torch
 
 from ddp_lessons import allreduce, case2, launch, place, plots, records
+from ddp_lessons.case2 import claims, hookread, rounds
 from ddp_lessons.case2.exercises import check
-from ddp_lessons.timing import median_step
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets
 opts = case2.Options(epochs=2, nvml="off" if case2.nvml_error() else "step")
@@ -34,36 +34,54 @@ t0 = time.perf_counter()
 ranks = launch(case2.fit_worker, (opts, where.accelerator), world_size=where.world_size, timeout=240)
 total = time.perf_counter() - t0
 steps = ranks[0]["times"]["steps"]
-print("all-reduces per micro-step, rank 0, epoch 1:", [s["allreduce_calls"] for s in steps[:7]])
+calls = [s["allreduce_calls"] for s in steps[:7]]
+print("all-reduces per micro-step, rank 0, epoch 1:", calls)
 print("bytes per all-reduce:", {s["allreduce_bytes"] for s in steps if s["allreduce_calls"]}, "=", case2.param_count(), "params x 4 B")
+syncs = claims.syncs_per_epoch(calls, -(-opts.size // 3), opts.batch_size, opts.accumulate).show()
 
 # %% [markdown]
-# Seven micro-steps per rank and epoch (1,667 samples in batches of 256): Lightning wraps the first two of every three in DDP's `no_sync`, and steps on the epoch's last batch anyway, so 0, 0, 1, 0, 0, 1, 1. Per step, per rank:
+# Where the verdict holds: seven micro-steps per rank and epoch (1,667 samples in batches of 256); Lightning wraps the first two of every three in DDP's `no_sync`, and steps on the epoch's last batch anyway, so 0, 0, 1, 0, 0, 1, 1. (`Options.fixed()`, used by the recorded GPU pairs below, sets `accumulate=1`: an optimizer step and, on several workers, an all-reduce on every micro-step, three times as many per sample, and a third of the post's effective batch.) Per step, per rank:
 
 # %%
 plots.step_breakdown([r["times"] for r in ranks], title=f"posted test, {where.describe()}", skip=2)
 
 # %% [markdown]
 # ## The whole run, taken apart (rank 0)
+# "All-reduce" below is the communication hook's interval: from the moment DDP hands this rank's bucket over (its gradients are ready) to the moment the all-reduce has completed. It holds the transfer, and waiting for the slowest peer to hand over its own bucket; 0.54 MB fits one bucket, so no queueing behind earlier buckets. On two cores with three ranks one rank is always descheduled, so the waiting can be most of it (taken apart per rank below).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 t = ranks[0]["times"]
-parts = {"process start + rendezvous + imports": total - max(r["wall"] for r in ranks),
+parts = {"process start + imports + rendezvous + exit": total - max(r["wall"] for r in ranks),
          "fit to first batch (Lightning setup)": t["startup"],
          "validation passes": sum(e["validation"] for e in t["epochs"]),
          "micro-steps: compute + framework": sum(s["step_time"] - s["allreduce"] for s in t["steps"]),
-         "all-reduce (busy time)": sum(s["allreduce"] for s in t["steps"])}
+         "all-reduce, hook interval (wire + waiting)": sum(s["allreduce"] for s in t["steps"])}
 for k, v in sorted(parts.items(), key=lambda kv: -kv[1]):
-    print(f"{k:40s} {v:7.3f} s")
-
-# %%
-assert parts["process start + rendezvous + imports"] > 3 * parts["all-reduce (busy time)"]
-print("starting the processes costs more than every all-reduce of the run together, several times over")
+    print(f"{k:44s} {v:7.3f} s")
 
 # %% [markdown]
+# ## Start-up against the all-reduces, as a function of the epochs
+# Start-up is paid once, the all-reduces every epoch: which is larger depends on the epoch count. Per rank, from this run: start-up (the launch's start and exit, plus that rank's Lightning setup) and the hook's all-reduce time per epoch. The epoch count where they are equal (the crossover) and two verdicts, at this run's epochs and at the post's 200:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+launch_s = total - max(r["wall"] for r in ranks)
+startups = [launch_s + r["times"]["startup"] for r in ranks]
+per_epoch = hookread.per_epoch([r["times"] for r in ranks])
+for r, a, c in zip(ranks, per_epoch, claims.crossover_epochs(startups, per_epoch)):
+    print(f"rank {r['rank']}: all-reduce {a * 1e3:.1f} ms per epoch; start-up {launch_s + r['times']['startup']:.2f} s; "
+          f"equal at {c:.0f} epochs")
+
+# %%
+claims.startup_vs_allreduce(startups, per_epoch, opts.epochs).show()
+at_post = claims.startup_vs_allreduce(startups, per_epoch, claims.POST_EPOCHS).show()
+
+# %% [markdown]
+# The two verdicts above say, for this run's epochs and for the post's 200, whether start-up costs several (more than three) times all the all-reduces. A conclusion about start-up against communication is a statement about an epoch count: read it off the crossover, not off one short run.
+#
 # ## The all-reduce against the bandwidth curve
-# The same three workers' all-reduce, alone, over message sizes around 0.5 MB:
+# The same three workers' all-reduce, alone, over message sizes around 0.5 MB (ranks start every size together; per iteration the slowest rank's time):
 
 # %%
 sweep = launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=where.world_size, timeout=120)
@@ -71,13 +89,30 @@ rows = allreduce.summarize(sweep)
 fit = allreduce.fit_latency_bandwidth(rows)
 plots.bandwidth([(where.describe(), rows, fit)])
 
+# %% [markdown]
+# Inside training, the hook's interval per rank (steps after the first two that all-reduced), with min and max across ranks. The ranks finish an all-reduce together, so per step the rank that handed its bucket over last has the shortest interval (an upper bound on the wire time), and the rank that handed over first the longest (the wire plus the wait for the last):
+
 # %%
 # NBVAL_IGNORE_OUTPUT
-hook = median_step(t, skip=2)
-synced = [s["allreduce"] for s in t["steps"][2:] if s["allreduce_calls"]]
-print(f"model: {allreduce.predict_time(4 * case2.param_count(), fit) * 1e3:.2f} ms for 0.54 MB; latency alone {fit['latency'] * 1e3:.2f} ms")
-print(f"hook, inside training: {sorted(synced)[len(synced) // 2] * 1e3:.2f} ms median")
+nbytes = 4 * case2.param_count()
+read = hookread.per_rank([r["times"] for r in ranks], skip=2)
+near = min(rows, key=lambda r: abs(r["bytes"] - nbytes))
+print(hookread.table(read))
+print(f"alone (sweep, {near['bytes'] / 1e6:.2f} MB, the nearest size): {near['time'] * 1e3:.2f} ms median, {near['best'] * 1e3:.2f} best; "
+      f"model at {nbytes / 1e6:.2f} MB: {allreduce.predict_time(nbytes, fit) * 1e3:.2f} ms, latency alone {fit['latency'] * 1e3:.2f} ms")
 
+# %%
+waiting = claims.hook_vs_standalone(read["first_in"], near["time"], near["best"]).show()
+
+# %% [markdown]
+# Where the verdict holds, the rank that is ready first spends most of its hook interval not on the transfer but waiting for the last peer (or for its own turn on a core): a hook median read on one rank says as much about the other ranks' lateness as about the wire. What makes a peer late (three ranks on two cores, one rank's slower step) is not taken apart here. Where the verdict does not hold, at most half of even the longest interval is waiting. What sets the wire time itself at 0.54 MB, the per-call latency or the bytes? The curve's two terms, from a fit over the sweep's median times and one over its best times (per iteration, the slowest rank's):
+
+# %%
+fits = [fit, allreduce.fit_latency_bandwidth([dict(r, time=r["best"]) for r in rows])]
+wire = claims.bytes_vs_latency(fits, nbytes).show()
+
+# %% [markdown]
+# The verdict above says whether, on this machine, both terms count at 0.54 MB. Where it holds, the all-reduce is neither latency-bound nor bandwidth-bound here: fewer calls (accumulation) and fewer bytes (compression) would each cut a part of the wire time. Which of the two terms is larger is not claimed: the ratio in the deciding numbers is this run's. Inside training, the waiting above comes on top of the wire.
 
 # %% [markdown]
 # ## Data drawn in `__getitem__`, and `self.log` on every step
@@ -85,20 +120,27 @@ print(f"hook, inside training: {sorted(synced)[len(synced) // 2] * 1e3:.2f} ms m
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-def one_pass(o):
-    loader = torch.utils.data.DataLoader(case2.make_dataset(o), batch_size=256)
-    t0 = time.perf_counter(); [b for b in loader]
-    return time.perf_counter() - t0
-randn_s = min(one_pass(opts) for _ in range(3))
-tensor_s = min(one_pass(opts.replace(randn_in_getitem=False)) for _ in range(3))
-print(f"randn per item: {randn_s * 1e3:.1f} ms per epoch; tensors: {tensor_s * 1e3:.1f} ms")
+data = rounds.randn_vs_tensors(opts, rounds=5)  # each value: median of 9 passes over the 5,000 samples, the two alternating
+for name in ("randn", "tensors"):
+    print(f"{name:8s}", " ".join(f"{x * 1e3:5.1f}" for x in data[name]), "ms per pass, per round")
+
+# %%
+drawn = claims.randn_loader(data["randn"], data["tensors"]).show()
+
+# %% [markdown]
+# And `training_step` (the model, the loss, `self.log`) with `self.log` on every step against every 50th, a one-epoch fit in this process per run, interleaved rounds:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-short = opts.replace(epochs=1, val_every=0)
-logged = median_step(case2.fit_here(short, accelerator=where.accelerator)["times"], skip=2)["forward"]
-rare = median_step(case2.fit_here(short.replace(log_every_step=False), accelerator=where.accelerator)["times"], skip=2)["forward"]
-print(f"training_step with self.log every step: {logged * 1e3:.2f} ms; every 50th: {rare * 1e3:.2f} ms")
+logs = rounds.log_every_vs_rare(opts.replace(epochs=1, val_every=0), where.accelerator, rounds=5)
+for name in ("every", "rare"):
+    print(f"{name:6s}", " ".join(f"{x * 1e3:5.2f}" for x in logs[name]), "ms per training_step (median of a fit), per round")
+
+# %%
+logged = claims.log_every_step(logs["every"], logs["rare"]).show()
+
+# %% [markdown]
+# The two verdicts above say whether drawing the data per item and logging every step cost time here, round by round. Both are host work paid on every rank in every step.
 
 # %% [markdown]
 # ## NVML in every step
@@ -109,30 +151,51 @@ print(case2.nvml_error())
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-try:
-    rec = records.stored_or_live("case2-h200-nvml", case2.rerun, solo)
-    print(records.describe_machine(rec) + ("" if rec["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)"))
-    res = rec["results"]
-    print(res["error"] or f"the post's NVML block alone: {res['per_call'] * 1e3:.2f} ms per call (median of {len(res['times'])}), "
-          f"once per micro-step: 7 per epoch on each of 3 ranks")
-    fit_rec = records.stored_or_live("case2-h200-posted", case2.rerun, solo)["results"]["lightning"][0]
-    print(f"inside the {'live' if solo.backend == 'nccl' else 'recorded'} one-GPU fit of the posted test: {fit_rec['nvml_calls']} NVML blocks, "
-          f"{fit_rec['optimizer_steps']} optimizer steps, {fit_rec['wall']:.2f} s for the whole fit")
-except records.RecordError as exc:
-    print(exc)
+nv = records.stored_or_live("case2-h200-nvml", case2.rerun, solo)
+print(records.describe_machine(nv) + ("" if nv["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)"))
+per_call = nv["results"]["per_call"]
+# the recorded one ran in a process that never used the GPU; a live one runs in this kernel
+context = torch.cuda.is_initialized() if nv.get("live") else nv["config"].get("accelerator") == "gpu"
+print(nv["results"]["error"] or f"the post's NVML block alone: {per_call * 1e3:.2f} ms per call "
+      f"(median of {len(nv['results']['times'])}), in a process with {'a' if context else 'no'} CUDA context")
 
 # %% [markdown]
-# Read the two lines together: alone, the block costs more per call than a whole step of this
-# model computes; inside the fit, 100 blocks and everything else took less than 100 standalone calls would,
-# so the standalone figure is an upper bound for this script (why the block costs less inside the fit was
-# not measured). Either way it is a host cost paid on every rank in every step, for a number nobody needs
-# per step: sample utilisation from outside the training loop (`nvidia-smi dmon`) instead.
+# That figure is the block alone, in a process with or without a CUDA context as the line above says. Inside a fit on the GPU the process has one, and the block's cost there is what the fit shows. The record below holds interleaved rounds on one GPU of the fixed test (`Options.fixed()`, `accumulate=1`) with the NVML block on every step and without it (world size 1: one rank, no all-reduce between GPUs):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+pairs = records.load("case2-h200-pairs")
+print(records.describe_machine(pairs) + f"; world size {pairs['config']['world_size']}, {pairs['config']['rounds']} interleaved rounds")
+for key in ("training_step", "step"):
+    for name in ("fixed-nvml", "fixed"):
+        print(f"{claims.KEYS[key]:26s} {name:11s} {claims.spread_line(claims.per_round(pairs, name, key))}")
+print("added by the block to training_step, per round:", ", ".join(f"{x * 1e3:.2f}" for x in claims.nvml_added(pairs)), "ms")
+
+# %%
+claims.nvml_in_training_step(pairs).show()
+claims.nvml_in_step(pairs).show()
+if per_call is not None:
+    claims.nvml_below_standalone(pairs, per_call).show()
+
+# %% [markdown]
+# Read the verdicts above together, for the recorded GPU: whether the block slows `training_step` in every round; whether that shows in the whole micro-step beyond the rounds' spread (the step also holds the data wait, Lightning's loop, backward and the optimizer, which vary from round to round); and whether inside the fit the block costs less than the standalone per-call figure (why the CUDA context makes the difference was not measured). Whatever its size, it is a host cost on every rank in every step, for a number nobody needs per step: sample utilisation from outside the training loop (`nvidia-smi dmon`) instead.
+#
+# The same record holds the posted test against the fixed one, interleaved too. The fixed test drops accumulation as well (an optimizer step on every micro-step), so the pair compares whole fits of 5 epochs, not steps:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for name in ("posted", "fixed"):
+    print(f"fit time, {name:6s} {claims.spread_line(claims.per_round(pairs, name, 'wall'), 1, 's')}")
+
+# %%
+fixes = claims.posted_vs_fixed(pairs, "wall").show()
 
 # %% [markdown]
 # ## Summary
-# - With `accumulate_grad_batches=3`, DDP all-reduces 0.54 MB on every third micro-step (and at the epoch's end); the hook and the bandwidth curve agree that it is latency-bound.
-# - In the posted test, starting the processes costs several times more than all the all-reduces together (asserted above); the validation pass every epoch, drawing data per item and logging every step are measured above too (their order against the all-reduce moves with the machine's load, so it is shown, not asserted).
-# - NVML init/query/shutdown in every step is a host cost on every rank; its size on a GPU is in the record.
+# - With `accumulate_grad_batches=3`, DDP all-reduces 0.54 MB once per optimizer step: every third micro-step and the epoch's last (verdict above).
+# - The hook's interval holds waiting for peers as well as the wire: read it per rank, with min and max across ranks, and against the same all-reduce alone; the verdicts above say whether most of it is waiting here, and whether latency and bytes both count in the wire time at 0.54 MB.
+# - Start-up against all-reduces depends on the epoch count: the crossover above, and a verdict at this run's epochs and at the post's 200.
+# - Drawing data per item, logging every step and the NVML block are host costs on every rank; each has its verdict above (the NVML block's from interleaved rounds on a recorded GPU).
 #
 # ## Exercises
 # 1. How many all-reduces does each rank run per epoch with 3 workers, batch 256, 5,000 samples, `accumulate_grad_batches=3`? `check("05.1", answer)`

@@ -181,3 +181,19 @@ def scaling_below(one_steps, two_steps_per_rank, batch_one: int, batch_two: int,
                       f"{n} workers stay below perfect scaling here",
                       eff(highs), eff(lows), side="<", limit=limit,
                       what="efficiency (quartile bounds)", numbers={"at the medians": f"{eff(meds):.0%}"})
+
+
+def diagnosis_sees_evaluation(ranks: list, evaluating: int = 0, factor: float = 10.0) -> V.Verdict:
+    """`diagnose`'s per-rank account (`Diagnosis.ranks`) keeps the evaluation
+    as work outside the steps on the evaluating rank only: there it is over
+    `factor` times any other rank's. The same fact the lesson counted from
+    `eval_time`, read back through the diagnosis, so the tool and the lesson
+    are checked against each other (a timer that put the evaluation into a
+    step, or on every rank, makes this fail)."""
+    ev = [r.get("outside", {}).get("evaluation", 0.0) for r in ranks]
+    others = max((e for i, e in enumerate(ev) if i != evaluating), default=0.0)
+    ratio = 0.0 if ev[evaluating] <= 0 else ev[evaluating] / others if others > 0 else float("inf")
+    return V.exact(f"diagnose's account holds rank {evaluating}'s evaluation as work outside its steps, "
+                   f"on that rank only", ratio, side=">", limit=factor,
+                   what=f"rank {evaluating}'s evaluation / the largest other rank's",
+                   numbers={"evaluation s per rank": ", ".join(f"{e:.3g}" for e in ev)})

@@ -6,9 +6,11 @@ options -> model (the posted MLP, data, loss) -> lightning (the posted test:
 timing (the callback and comm hook that time Lightning's steps) ; nvml (the
 post's per-step NVML block) ; plain (the same workload without Lightning) ;
 breakeven (from which size on N workers win; N GPUs against the fastest
-one-GPU step) ; claims_breakeven (notebook 06's verdicts) ; levers, levers_record
-(one GPU's real levers timed in interleaved rounds: benchmarks/case2_levers.py) ; replay (a recorded GPU run
-made again on this machine's GPU: `rerun`) ; exercises ; cli.
+one-GPU step) ; levers, levers_record (one GPU's real levers timed in
+interleaved rounds: benchmarks/case2_levers.py) ; replay (a recorded GPU run
+made again on this machine's GPU: `rerun`) ; rounds (two setups timed in
+interleaved rounds) ; hookread (the all-reduce hook's interval, per rank) ;
+claims, claims_breakeven (the notebooks' verdicts: 04-05, 06) ; exercises ; cli.
 Lightning itself is imported only when a fit runs.
 """
 
