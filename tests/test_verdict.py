@@ -57,3 +57,11 @@ def test_printed_verdict_line_survives_sanitising_and_numbers_do_not():
     for sec in cfg.sections():
         text = re.sub(cfg[sec]["regex"], cfg[sec]["replace"], text)
     assert text.splitlines() == ["verdict: HOLDS - 2 ranks are slower", "  deciding numbers: NUMBERS"]
+
+
+def test_a_verdict_ending_a_cell_prints_once(capsys):
+    v = V.exact("n", 1, expected=1)
+    v._ipython_display_()                 # `v` alone at the end of a cell
+    assert capsys.readouterr().out.count("verdict: HOLDS") == 1
+    v.show()._ipython_display_()          # `v.show()` at the end of a cell
+    assert capsys.readouterr().out.count("verdict: HOLDS") == 1

@@ -73,12 +73,16 @@ class Verdict:
         return (f"verdict: {self.status.upper()} - {self.claim}\n"
                 f"  deciding numbers: {nums}; rule: {self.rule}")
 
-    def _repr_pretty_(self, p, cycle):  # IPython: a verdict at the end of a cell prints as text
-        p.text(str(self))
+    def _ipython_display_(self):
+        # A verdict at the end of a notebook cell: printed once, as text (a stream, not a
+        # display value: nbval compares the stream, and does not honour a trailing `;`).
+        if not self.__dict__.get("_shown"):
+            print(self)
 
     def show(self) -> "Verdict":
-        """Print the verdict and return it (for a notebook's last line)."""
+        """Print the verdict and return it; a cell that ends in `.show()` prints it once."""
         print(self)
+        object.__setattr__(self, "_shown", True)
         return self
 
 
