@@ -159,3 +159,10 @@ def test_claims_read_the_stored_gpu_record():
     for name in ("posted", "fixed", "fixed-nvml"):
         for key in C.KEYS:
             assert len(C.per_round(rec, name, key)) == rec["config"]["rounds"]
+
+
+def test_diagnosis_first_both_ways():
+    from ddp_lessons.case2 import claims as C2
+    assert C2.diagnosis_first(["startup", "exposed_allreduce"], "startup", "start-up").holds
+    assert C2.diagnosis_first(["exposed_allreduce", "startup"], "startup", "start-up").fails
+    assert C2.diagnosis_first([], "startup", "start-up").fails

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from ddp_lessons import allreduce, case2, launch, place, plots, records
+from ddp_lessons import diagnose, allreduce, case2, launch, place, plots, records
 from ddp_lessons.case2 import claims, hookread, rounds
 from ddp_lessons.case2.exercises import check
 
@@ -76,6 +76,19 @@ for r, a, c in zip(ranks, per_epoch, claims.crossover_epochs(startups, per_epoch
 # %%
 claims.startup_vs_allreduce(startups, per_epoch, opts.epochs).show()
 at_post = claims.startup_vs_allreduce(startups, per_epoch, claims.POST_EPOCHS).show()
+
+# %% [markdown]
+# `ddp_lessons.diagnose` reads the same three ranks' timers and ranks the causes by what they cost (its
+# figures vary from run to run and are not compared); the verdict after it says whether it puts first what
+# this section measured first:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+found = diagnose(ranks)
+found
+
+# %%
+claims.diagnosis_first(found.causes, "startup", "start-up")
 
 # %% [markdown]
 # The two verdicts above say, for this run's epochs and for the post's 200, whether start-up costs several (more than three) times all the all-reduces. A conclusion about start-up against communication is a statement about an epoch count: read it off the crossover, not off one short run.

@@ -197,3 +197,15 @@ def diagnosis_sees_evaluation(ranks: list, evaluating: int = 0, factor: float = 
                    f"on that rank only", ratio, side=">", limit=factor,
                    what=f"rank {evaluating}'s evaluation / the largest other rank's",
                    numbers={"evaluation s per rank": ", ".join(f"{e:.3g}" for e in ev)})
+
+
+def diagnosis_shares_evaluation(ranks: list, factor: float = 3.0) -> V.Verdict:
+    """With the evaluation distributed, `diagnose`'s account holds evaluation
+    as outside work on every rank, in similar amounts: the largest rank's is
+    under `factor` times the smallest's (each rank evaluates its shard).
+    Fails where one rank evaluates alone (the posted setup)."""
+    ev = [r.get("outside", {}).get("evaluation", 0.0) for r in ranks]
+    ratio = max(ev) / min(ev) if min(ev) > 0 else float("inf")
+    return V.exact("diagnose's account holds the evaluation on every rank, in similar amounts", ratio,
+                   side="<", limit=factor, what="largest / smallest rank's evaluation",
+                   numbers={"evaluation s per rank": ", ".join(f"{e:.3g}" for e in ev)})
