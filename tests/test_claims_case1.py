@@ -225,14 +225,14 @@ def test_unsteady_filters_by_name():
 
 def test_diagnosis_sees_evaluation_on_the_evaluating_rank_only():
     from ddp_lessons.case1 import claims as C2
-    assert C2.diagnosis_sees_evaluation([{"outside": {"evaluation": 0.9}}, {"outside": {"evaluation": 0.001}}]).holds
+    assert C2.diagnosis_sees_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {"evaluation": 0.001}}]).holds
     # Every rank evaluates (duplicated), or the evaluation landed in a step: not on rank 0 alone.
-    assert C2.diagnosis_sees_evaluation([{"outside": {"evaluation": 0.9}}, {"outside": {"evaluation": 0.8}}]).fails
-    assert C2.diagnosis_sees_evaluation([{"outside": {}}, {"outside": {}}]).fails
+    assert C2.diagnosis_sees_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {"evaluation": 0.8}}]).fails
+    assert C2.diagnosis_sees_evaluation([{"outside_work": {}}, {"outside_work": {}}]).fails
 
 
 def test_diagnosis_shares_evaluation_both_ways():
     from ddp_lessons.case1 import claims as C2
-    assert C2.diagnosis_shares_evaluation([{"outside": {"evaluation": 0.4}}, {"outside": {"evaluation": 0.5}}]).holds
-    assert C2.diagnosis_shares_evaluation([{"outside": {"evaluation": 0.9}}, {"outside": {"evaluation": 0.01}}]).fails
-    assert C2.diagnosis_shares_evaluation([{"outside": {"evaluation": 0.9}}, {"outside": {}}]).fails
+    assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.4}}, {"outside_work": {"evaluation": 0.5}}]).holds
+    assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {"evaluation": 0.01}}]).fails
+    assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {}}]).fails

@@ -184,13 +184,13 @@ def scaling_below(one_steps, two_steps_per_rank, batch_one: int, batch_two: int,
 
 
 def diagnosis_sees_evaluation(ranks: list, evaluating: int = 0, factor: float = 10.0) -> V.Verdict:
-    """`diagnose`'s per-rank account (`Diagnosis.ranks`) keeps the evaluation
+    """`diagnose`'s per-rank account (`Diagnosis.ranks`, `outside_work`) keeps the evaluation
     as work outside the steps on the evaluating rank only: there it is over
     `factor` times any other rank's. The same fact the lesson counted from
     `eval_time`, read back through the diagnosis, so the tool and the lesson
     are checked against each other (a timer that put the evaluation into a
     step, or on every rank, makes this fail)."""
-    ev = [r.get("outside", {}).get("evaluation", 0.0) for r in ranks]
+    ev = [r.get("outside_work", {}).get("evaluation", 0.0) for r in ranks]
     others = max((e for i, e in enumerate(ev) if i != evaluating), default=0.0)
     ratio = 0.0 if ev[evaluating] <= 0 else ev[evaluating] / others if others > 0 else float("inf")
     return V.exact(f"diagnose's account holds rank {evaluating}'s evaluation as work outside its steps, "
@@ -204,7 +204,7 @@ def diagnosis_shares_evaluation(ranks: list, factor: float = 3.0) -> V.Verdict:
     as outside work on every rank, in similar amounts: the largest rank's is
     under `factor` times the smallest's (each rank evaluates its shard).
     Fails where one rank evaluates alone (the posted setup)."""
-    ev = [r.get("outside", {}).get("evaluation", 0.0) for r in ranks]
+    ev = [r.get("outside_work", {}).get("evaluation", 0.0) for r in ranks]
     ratio = max(ev) / min(ev) if min(ev) > 0 else float("inf")
     return V.exact("diagnose's account holds the evaluation on every rank, in similar amounts", ratio,
                    side="<", limit=factor, what="largest / smallest rank's evaluation",

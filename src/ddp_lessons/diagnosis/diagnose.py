@@ -33,7 +33,7 @@ def diagnose(results) -> Diagnosis:
     setup = f" ({first.get('backend') or 'no group'}, {first.get('device', '?')})"
     summary = [{"rank": m["rank"], "wall": m["wall"], "n_steps": m["steps"],
                 "steps": r["account"]["steps"] if m["account"] else m["wall"],
-                "outside": sum(m["outside"].values()),
+                "outside": sum(m["outside"].values()), "outside_work": dict(m["outside"]),
                 "unattributed": r["account"]["unattributed"] if m["account"] else None}
                for m, r in zip(ms, ranks)]
     return Diagnosis(found, undecided(ranks, ms, world), summary, world, setup)

@@ -32,7 +32,7 @@ class Finding:
 class Diagnosis:
     """Findings ranked by the time they cost (most first), what could not be
     decided, and per rank: wall time (process start to result()), steps,
-    outside work and unattributed seconds."""
+    outside work (total, and by name in `outside_work`) and unattributed seconds."""
     findings: list
     undecided: list
     ranks: list
