@@ -17,21 +17,11 @@ from ddp_lessons.case2.breakeven import (
 from ddp_lessons.verdict import FAILS, HOLDS, UNRESOLVED
 
 
-def test_workers_win_every_outcome():
-    assert c.workers_win([1.0, 1.1, 1.2], [0.6, 0.7, 0.65]).status == HOLDS
-    assert c.workers_win([1.0, 1.1, 1.2], [1.6, 1.7, 1.65]).status == FAILS
-    assert c.workers_win([1.0, 1.1, 1.2], [0.6, 1.7, 0.65]).status == UNRESOLVED
-    assert c.workers_win([1.0, 1.1], [0.5, 0.5]).status == UNRESOLVED          # two rounds: no known spread
-
-
-def test_model_picks_winner_agrees_disagrees_or_waits():
-    win, lose = c.workers_win([1, 1, 1], [0.5, 0.6, 0.7]), c.workers_win([1, 1, 1], [1.5, 1.6, 1.7])
-    unknown = c.workers_win([1, 1, 1], [0.5, 1.6, 0.7])
-    assert c.model_picks_winner("m", 1.7, win).status == HOLDS
-    assert c.model_picks_winner("m", 0.9, win).status == FAILS
-    assert c.model_picks_winner("m", 0.9, lose).status == HOLDS
-    assert c.model_picks_winner("m", 1.7, lose).status == FAILS
-    assert c.model_picks_winner("m", 1.7, unknown).status == UNRESOLVED
+def test_below_ceiling_every_outcome():
+    assert c.below_ceiling([1.1, 1.0, 0.95], 1.6).status == HOLDS
+    assert c.below_ceiling([1.8, 1.9, 1.7], 1.6).status == FAILS
+    assert c.below_ceiling([1.1, 1.7, 1.2], 1.6).status == UNRESOLVED
+    assert c.below_ceiling([1.1, 1.0], 1.6).status == UNRESOLVED          # two rounds: no known spread
 
 
 def test_faster_step_every_outcome_and_a_missing_lever():

@@ -24,11 +24,12 @@ def test_reused_processes_counts_every_rank():
     assert C.reused_processes(ok[:2] + [_rank(2, same=False)], 10).fails
 
 
-def test_one_device_vs_forked_is_decided_round_by_round():
+def test_one_device_vs_forked_is_decided_by_quartiles():
     one, forked = [0.2, 0.3, 0.25, 0.2, 0.3], [0.5, 0.6, 0.4, 0.45, 0.5]
     assert C.one_device_vs_forked(one, forked).holds
     assert C.one_device_vs_forked(forked, one).fails
-    assert C.one_device_vs_forked(one, [0.5, 0.2, 0.4, 0.45, 0.5]).status == U
+    assert C.one_device_vs_forked(one, [0.5, 0.2, 0.4, 0.45, 0.5]).holds  # one disturbed round: still decided
+    assert C.one_device_vs_forked(one, [0.25, 0.3, 0.28, 0.22, 0.35]).status == U  # middle halves overlap
     assert C.one_device_vs_forked(one[:2], forked[:2]).status == U     # too few rounds
 
 
@@ -74,9 +75,10 @@ def test_startup_vs_allreduce_turns_with_the_epochs():
 def test_randn_loader_and_log_every_step():
     slow, fast = [0.03, 0.028, 0.031, 0.029, 0.03], [0.02, 0.019, 0.021, 0.018, 0.02]
     assert C.randn_loader(slow, fast).holds and C.randn_loader(fast, slow).fails
-    assert C.randn_loader(slow, [0.02, 0.03, 0.021, 0.018, 0.02]).status == U
+    assert C.randn_loader(slow, [0.02, 0.03, 0.021, 0.018, 0.02]).holds      # one disturbed round
+    assert C.randn_loader(slow, [0.028, 0.03, 0.027, 0.031, 0.029]).status == U  # middle halves overlap
     assert C.log_every_step(slow, fast).holds and C.log_every_step(fast, slow).fails
-    assert C.log_every_step(slow, [0.02, 0.03, 0.021, 0.018, 0.02]).status == U
+    assert C.log_every_step(slow, [0.028, 0.03, 0.027, 0.031, 0.029]).status == U
 
 
 # -- hookread ---------------------------------------------------------------------------

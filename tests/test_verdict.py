@@ -65,3 +65,13 @@ def test_a_verdict_ending_a_cell_prints_once(capsys):
     assert capsys.readouterr().out.count("verdict: HOLDS") == 1
     v.show()._ipython_display_()          # `v.show()` at the end of a cell
     assert capsys.readouterr().out.count("verdict: HOLDS") == 1
+
+
+def test_separated_by_quartiles_survives_one_disturbed_repeat():
+    a = [0.22, 0.21, 0.23, 0.22, 0.22, 0.23]
+    b = [0.13, 0.12, 0.12, 0.12, 0.12, 0.27]     # one round disturbed: a sign test would not resolve
+    assert V.paired("B faster", a, b).status == V.UNRESOLVED
+    assert V.separated("B faster", a, b).holds
+    assert V.separated("A faster", a, b, faster="a").fails
+    assert V.separated("B faster", a, [0.2, 0.25, 0.21, 0.24, 0.22, 0.23]).status == V.UNRESOLVED
+    assert V.separated("B faster", a[:2], b[:2]).status == V.UNRESOLVED

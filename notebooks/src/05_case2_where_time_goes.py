@@ -153,7 +153,7 @@ for name in ("every", "rare"):
 logged = claims.log_every_step(logs["every"], logs["rare"]).show()
 
 # %% [markdown]
-# The two verdicts above say whether drawing the data per item and logging every step cost time here, round by round. Both are host work paid on every rank in every step.
+# The two verdicts above say whether drawing the data per item and logging every step cost time here (decided on the rounds' quartiles). Both are host work paid on every rank in every step.
 
 # %% [markdown]
 # ## NVML in every step

@@ -127,7 +127,7 @@ compare(per_run, baseline="broken x1")
 claims.fix_is_faster(times["broken x2"], times["fixed x2"], 2).show();
 
 # %% [markdown]
-# That verdict compares the fixed and broken setups on 2 ranks round by round; the per-round times are printed
+# That verdict compares the fixed and broken setups on 2 ranks from their rounds' quartiles; the per-round times are printed
 # above. Whether 2 fixed ranks beat 1 rank depends on this machine (two cores shared with everything else it
 # runs); the recorded GPU run below gives the one-GPU figures.
 #

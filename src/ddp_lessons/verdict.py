@@ -26,7 +26,8 @@ The first line is what the lesson's text may rely on; nbval compares it
 numbers that decide it and the rule; its figures change from run to run, so
 nbval_sanitize.cfg masks that line after its label, and only that line.
 
-A leaf of the ground floor: it imports only `spread`.
+A leaf of the ground floor: it imports only `spread`. `separated` decides a
+comparison of two setups' repeats by their quartiles.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .spread import MIN_ROUNDS
+from .spread import MIN_ROUNDS, quartiles
 
 HOLDS, FAILS, UNRESOLVED = "holds", "does not hold", "not resolvable here"
 SIDES = (">", "<")
@@ -143,6 +144,27 @@ def paired(claim: str, a, b, *, faster: str = "b", names: tuple[str, str] = ("A"
     what = f"{names[1]}/{names[0]} per round"
     side = "<" if faster == "b" else ">"
     return repeats(claim, ratios, side=side, limit=1.0, what=what, min_repeats=min_rounds, numbers=numbers)
+
+
+def separated(claim: str, a, b, *, faster: str = "b", names: tuple[str, str] = ("A", "B"),
+              min_repeats: int = MIN_ROUNDS, numbers: dict | None = None) -> Verdict:
+    """Claim "setup `faster` takes less time", from the repeats of two setups
+    (interleaved, not necessarily paired): the ratio b / a is known as the
+    interval [Q1(b) / Q3(a), Q3(b) / Q1(a)] of their quartiles. One disturbed
+    repeat moves a quartile little, where it breaks a sign test over rounds;
+    the price is that the middle halves of the two setups must not overlap."""
+    if faster not in ("a", "b"):
+        raise ValueError(f"faster={faster!r}: use 'a' or 'b'")
+    a = [float(x) for x in a if x is not None]
+    b = [float(x) for x in b if x is not None]
+    what = f"{names[1]}/{names[0]} (quartile bounds)"
+    if min(len(a), len(b)) < min_repeats:
+        return repeats(claim, [], side="<", limit=1.0, what=what, min_repeats=min_repeats, numbers=numbers)
+    qa, qb = quartiles(a), quartiles(b)
+    nums = {"medians": f"{_fmt(qa[1])} vs {_fmt(qb[1])}", "repeats": f"{len(a)}, {len(b)}"}
+    nums.update(numbers or {})
+    return interval(claim, qb[0] / qa[2], qb[2] / qa[0], side="<" if faster == "b" else ">", limit=1.0,
+                    what=what, numbers=nums)
 
 
 def exact(claim: str, value, *, expected=None, side: str | None = None, limit=None,

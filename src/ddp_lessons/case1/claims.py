@@ -123,8 +123,9 @@ def epoch_longer_halved(kept: list[float], halved: list[float]) -> V.Verdict:
     median step (slower rank), batch kept (`kept`) or halved (`halved`). The
     claim: halving the batch makes the epoch longer, because each rank then
     takes twice the steps and a step on half the samples costs more than
-    half as much (the all-reduce and the optimizer do not shrink with the batch)."""
-    return V.paired("with the batch halved an epoch takes longer than with the batch kept",
+    half as much (the all-reduce and the optimizer do not shrink with the batch).
+    Decided on the rounds' quartiles (`verdict.separated`)."""
+    return V.separated("with the batch halved an epoch takes longer than with the batch kept",
                     kept, halved, faster="a", names=("batch kept", "batch halved"))
 
 

@@ -35,8 +35,10 @@ def reused_processes(ranks: list[dict], kernel_pid: int) -> V.Verdict:
 def one_device_vs_forked(one_s, forked_s) -> V.Verdict:
     """One device against three workers forked by `ddp_notebook`, timed in the
     same interleaved rounds (each from the call to its return): the claim is
-    that one device takes less time."""
-    return V.paired("one device takes less time than three forked workers (same epochs, "
+    that one device takes less time. Decided on the two sides' quartiles
+    (`verdict.separated`): on two shared cores one round in six can be hit by
+    a busy moment of the machine, which a sign test over rounds would not survive."""
+    return V.separated("one device takes less time than three forked workers (same epochs, "
                     "Lightning setup in both, fork and rendezvous in the second)",
                     forked_s, one_s, faster="b", names=("3 forked", "1 device"))
 
@@ -131,15 +133,17 @@ def startup_vs_allreduce(startup_s, allreduce_per_epoch_s, epochs: int, factor: 
 # -- 05: data drawn per item, logging every step ---------------------------------------
 def randn_loader(randn_s, tensor_s) -> V.Verdict:
     """One pass of the loader, `torch.randn` per item against tensors made once,
-    in the same interleaved rounds: the claim is that tensors are faster."""
-    return V.paired("a loader pass over tensors made once takes less time than one that draws "
+    in the same interleaved rounds: the claim is that tensors are faster,
+    decided on the rounds' quartiles (`verdict.separated`)."""
+    return V.separated("a loader pass over tensors made once takes less time than one that draws "
                     "torch.randn per item", randn_s, tensor_s, faster="b", names=("randn", "tensors"))
 
 
 def log_every_step(every_s, rare_s) -> V.Verdict:
     """`training_step` (median per fit) with `self.log` every step against every
-    50th, in the same interleaved rounds: the claim is that logging rarely is faster."""
-    return V.paired("training_step takes less time with self.log every 50th step than every step",
+    50th, in the same interleaved rounds: the claim is that logging rarely is faster,
+    decided on the rounds' quartiles (`verdict.separated`)."""
+    return V.separated("training_step takes less time with self.log every 50th step than every step",
                     every_s, rare_s, faster="b", names=("every step", "every 50th"))
 
 

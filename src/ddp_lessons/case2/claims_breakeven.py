@@ -11,23 +11,13 @@ from .. import verdict
 from ..verdict import FAILS, HOLDS, UNRESOLVED, Verdict
 
 
-def workers_win(one, n_workers, n: int = 2, what: str = "the fixed test") -> Verdict:
-    """n workers get through `what` faster than 1: per-round ratios (n / 1) of the time
-    each takes for the same work (a wall time, or the time per batch of samples), interleaved rounds."""
-    return verdict.paired(f"{n} workers get through {what} faster than 1", one, n_workers, faster="b",
-                          names=("1 worker", f"{n} workers"))
-
-
-def model_picks_winner(model: str, predicted: float, measured: Verdict) -> Verdict:
-    """The model's predicted speedup (> 1: the workers win) names the winner that
-    the measured verdict (`workers_win`) found; not resolvable when the measurement is not."""
-    claim = f"the {model} model predicts the winner the measurement finds"
-    nums = {"predicted speedup": f"{predicted:.3g}", "measurement": measured.status}
-    nums.update({f"measured {k}": v for k, v in measured.numbers.items()})
-    rule = "holds when (predicted speedup > 1) agrees with the measured verdict; not resolvable when that is"
-    if not measured.resolved:
-        return Verdict(claim, UNRESOLVED, nums, rule)
-    return Verdict(claim, HOLDS if (predicted > 1.0) == measured.holds else FAILS, nums, rule)
+def below_ceiling(speedups, ceiling: float, n: int = 2, what: str = "the fixed test") -> Verdict:
+    """The measured speedups of n workers over 1 (one per interleaved round) all
+    stay below a model's speedup: the model is read as a ceiling (what it leaves
+    out, shared cores, caches and gloo's threads, only slows the workers)."""
+    return verdict.repeats(f"{n} workers stay below the own-cores model's speedup on {what}", speedups,
+                           side="<", limit=ceiling, what=f"measured speedup per round",
+                           numbers={"model": f"{ceiling:.3g}"})
 
 
 def faster_step(name_a: str, a, name_b: str, b, where: str) -> Verdict:
