@@ -1,23 +1,18 @@
 """benchmarks/case2_levers.py on the CPU: a short run, and the record's shape (never its numbers)."""
 
-import importlib.util
-from pathlib import Path
 
+import _benchmarks
 import pytest
 
 from ddp_lessons import records
 from ddp_lessons.case2 import levers, levers_record
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "case2_levers.py"
 SMALL = ["--device", "cpu", "--width", "32", "--batch", "16", "--rounds", "3", "--steps", "5", "--warmup", "1"]
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("case2_levers", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _benchmarks.load("case2_levers")
 
 
 def test_cpu_run_saves_a_record_with_every_lever(script, tmp_path):

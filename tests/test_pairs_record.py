@@ -1,22 +1,17 @@
 """benchmarks/pairs_record.py: the rounds loop of the GPU pair recording, with fake runs (no launch)."""
 
-import importlib.util
 import time
 from pathlib import Path
 
+import _benchmarks
 import pytest
 
 from ddp_lessons import records, spread
 
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "pairs_record.py"
-
 
 @pytest.fixture(scope="module")
 def pr():
-    spec = importlib.util.spec_from_file_location("pairs_record", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _benchmarks.load("pairs_record")
 
 
 def _sink(tmp_path, names=("a", "b"), rounds=5):
