@@ -5,7 +5,8 @@ in a fresh kernel with nbclient (cwd `notebooks/`, `DDP_LESSONS_PROGRESS=0`, a
 timeout per cell), never writes outputs back, and saves one run record
 (`ddp_lessons.records`, kind "notebook-run") with one entry per notebook:
 name, passed, seconds, and the first error (cell index, ename, the first line
-of evalue). Exit status 1 when a notebook failed.
+of evalue and its last lines: a worker's exception arrives as
+"-- Process N terminated with the following error:" followed by its traceback). Exit status 1 when a notebook failed.
 
     python scripts/run_notebooks.py --record notebooks-h200x1
     python scripts/run_notebooks.py --only 00_first_launch --record notebooks-cpu2-00
@@ -63,6 +64,11 @@ def first_line(text) -> str:
     return lines[0] if lines else ""
 
 
+def tail(text, lines: int = 12) -> list[str]:
+    """The last non-blank lines of an error message: where a worker's traceback ends."""
+    return [s for s in str(text).strip().splitlines() if s.strip()][-lines:]
+
+
 def run_one(name: str, timeout: int, from_source: bool, spec_dir: Path, keep: Path | None = None) -> dict:
     """Execute one notebook in a fresh kernel; its entry of the record."""
     nb = read(name, from_source)
@@ -77,7 +83,7 @@ def run_one(name: str, timeout: int, from_source: bool, spec_dir: Path, keep: Pa
     try:
         client.execute()
     except CellExecutionError as exc:
-        error = {"ename": exc.ename, "evalue": first_line(exc.evalue)}
+        error = {"ename": exc.ename, "evalue": first_line(exc.evalue), "tail": tail(exc.evalue)}
     except CellTimeoutError as exc:
         error = {"ename": "CellTimeoutError", "evalue": first_line(exc)}
     except DeadKernelError as exc:
@@ -119,6 +125,8 @@ def main(argv=None) -> int:
             err = entry["error"]
             how = "passed" if entry["passed"] else f"FAILED at cell {err['cell']}: {err['ename']}: {err['evalue']}"
             print(f"{name}: {how} ({entry['seconds']:.1f} s)", flush=True)
+            if not entry["passed"] and err.get("tail"):
+                print("\n".join("    " + line for line in err["tail"]), flush=True)
             if args.record:  # rewritten after every notebook: a run cut short keeps what it did
                 _save(args, names, entries, records, RUNS_DIR)
     if args.record:

@@ -44,6 +44,18 @@ def test_three_workers_lightning_reuses_the_launchers_processes():
     assert all(s["allreduce_bytes"] == 134_657 * 4 for s in synced)
 
 
+def test_fit_one_stays_in_this_process_only_where_no_gpu_is_visible():
+    from ddp_lessons.launcher.placement import Placement
+    opts = case2.Options(nvml="off", **SHORT)
+    here = case2.fit_one(opts, Placement(3, "gloo", "cpu", gpus_visible=0))
+    assert here["pid"] == os.getpid() and here["optimizer_steps"] == 2
+    # one GPU visible, three ranks on gloo/CPU: Lightning would initialise CUDA
+    # here (isolate_rng), so the CPU fit runs in one forked process instead
+    forked = case2.fit_one(opts, Placement(3, "gloo", "cpu", gpus_visible=1))
+    assert forked["pid"] != os.getpid() and forked["ppid"] == os.getpid()
+    assert forked["world_size"] == 1 and forked["optimizer_steps"] == 2
+
+
 def test_missing_nvml_raises_the_real_error():
     try:
         import pynvml

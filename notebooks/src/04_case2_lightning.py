@@ -52,15 +52,12 @@ print(opts.nvml, opts.batch_size, opts.size, opts.accumulate, case2.param_count(
 
 # %% [markdown]
 # ## One device
-# The baseline: one process, `devices=1`, on the device the three workers use. On a CPU it runs in this
-# kernel; on a GPU in one launched process, so that this kernel never touches CUDA (`ddp_notebook` below forks it).
+# The baseline: one process, `devices=1`, on the device the three workers use (`case2.fit_one`). Where no GPU is visible it runs in this
+# kernel. Where one is, it runs in one process forked by the launcher, even when the fit itself is on the CPU: Lightning saves the CUDA random state around every stage wherever CUDA is available (`isolate_rng`), which initialises CUDA in the process, and `ddp_notebook` below can fork only from a kernel that never did.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-if where.device == "cpu":
-    one = case2.fit_here(opts, devices=1, timed=False)
-else:
-    one = launch(case2.fit_here, (opts,), dict(devices=1, accelerator="gpu", timed=False), world_size=1, backend="nccl")[0]
+one = case2.fit_one(opts, where)
 print(f"1 device: {one['wall']:.2f} s for {opts.epochs} epochs, {one['optimizer_steps']} optimizer steps")
 
 # %% [markdown]

@@ -2,7 +2,8 @@
 always wins, rebuilt with a named option for every fix.
 
 options -> model (the posted MLP, data, loss) -> lightning (the posted test:
-`fit_here` in this process, `fit_worker` under `launch` or torchrun) ;
+`fit_here` in this process, `fit_one` on one device leaving this process
+fork-safe, `fit_worker` under `launch` or torchrun) ;
 timing (the callback and comm hook that time Lightning's steps) ; nvml (the
 post's per-step NVML block) ; plain (the same workload without Lightning) ;
 breakeven (from which size on N workers win; N GPUs against the fastest
@@ -14,12 +15,12 @@ claims, claims_breakeven (the notebooks' verdicts: 04-05, 06) ; exercises ; cli.
 Lightning itself is imported only when a fit runs.
 """
 
-from .lightning import fit_here, fit_worker, make_trainer, memory_logger, quiet
+from .lightning import fit_here, fit_one, fit_worker, make_trainer, memory_logger, quiet
 from .model import D_IN, grad_bytes, loss_fn, make_dataset, mlp, param_count
 from .nvml import nvml_cost, nvml_error, nvml_utilisation
 from .options import Options
 from .replay import rerun
 
-__all__ = ["Options", "fit_here", "fit_worker", "make_trainer", "memory_logger", "quiet",
+__all__ = ["Options", "fit_here", "fit_one", "fit_worker", "make_trainer", "memory_logger", "quiet",
            "D_IN", "mlp", "param_count", "grad_bytes", "make_dataset", "loss_fn",
            "nvml_cost", "nvml_error", "nvml_utilisation", "rerun"]

@@ -10,6 +10,7 @@ an offline logger that keeps the metrics in memory and counts its calls.
 Three ways to run it:
 - `fit_here(opts, devices=1)`: in this process (devices=1), or with
   `strategy='ddp_notebook'` (Lightning forks the workers itself);
+  `fit_one(opts, where)` fits on one device and leaves this process fork-safe;
 - `fit_worker(opts)`: a worker for `ddp_lessons.launch`; the launcher starts
   the processes and initialises torch.distributed, Lightning reuses it;
 - `python -m ddp_lessons case2 ...` (see `cli_command`).
@@ -160,6 +161,24 @@ def fit_here(opts: Options, devices: int = 1, strategy="auto", accelerator="cpu"
     with quiet():
         trainer = make_trainer(opts, accelerator, devices, strategy, [cb] if cb else [])
         return _fit(opts, trainer, cb)
+
+
+def fit_one(opts: Options, where, timed: bool = False) -> dict:
+    """One device of `where`'s kind (a `launcher.Placement`), fitted so that
+    this process can still fork: here where no GPU is visible; else in one
+    process forked by the launcher (world size 1, `where.backend`).
+
+    Why not here on a GPU machine: Lightning saves and restores the CUDA RNG
+    state around every stage wherever CUDA is available, a CPU fit included
+    (`isolate_rng`), and that initialises CUDA in this process; every worker
+    forked after it (`ddp_notebook`'s) then fails with "Cannot re-initialize
+    CUDA in forked subprocess" (seen on an H200 with the fit on the CPU).
+    """
+    if where.gpus_visible == 0:
+        return fit_here(opts, devices=1, accelerator=where.accelerator, timed=timed)
+    from ..launcher import launch  # the launcher is needed only on a GPU machine
+    return launch(fit_here, (opts,), dict(devices=1, accelerator=where.accelerator, timed=timed),
+                  world_size=1, backend=where.backend, start_method="fork")[0]
 
 
 def fit_worker(opts: Options, accelerator: str | None = None, timed: bool = True) -> dict:

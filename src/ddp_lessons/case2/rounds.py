@@ -12,9 +12,8 @@ import time
 from torch.utils.data import DataLoader
 
 from .. import spread
-from ..launcher import launch
 from ..timing import median_step
-from .lightning import fit_here
+from .lightning import fit_here, fit_one
 from .model import make_dataset
 
 
@@ -37,17 +36,15 @@ def _wall(fn, *args, **kwargs) -> float:
 
 
 def one_vs_forked(opts, where, rounds: int = 6) -> dict:
-    """Seconds from the call to its return, per round: 'one' device (in this
-    process on a CPU; on a GPU in one process forked by the launcher, so this
-    kernel never touches CUDA) and three workers 'forked' by Lightning's
-    `ddp_notebook`. Both include building the Trainer and Lightning's setup;
-    the forked run also forks, joins a process group and tears it down;
-    neither starts a Python or imports anything."""
+    """Seconds from the call to its return, per round: 'one' device
+    (`fit_one`: in this process where no GPU is visible; else in one process
+    forked by the launcher, so that this kernel never initialises CUDA) and
+    `where.world_size` workers 'forked' by Lightning's `ddp_notebook`. Both
+    include building the Trainer and Lightning's setup; the forked run also
+    forks, joins a process group and tears it down (so does 'one' on a GPU
+    machine, with one process); neither starts a Python or imports anything."""
     def one():
-        if where.device == "cpu":
-            return _wall(fit_here, opts, devices=1, timed=False)
-        return _wall(launch, fit_here, (opts,), dict(devices=1, accelerator="gpu", timed=False),
-                     world_size=1, backend="nccl", start_method="fork")
+        return _wall(fit_one, opts, where)
 
     def forked():
         return _wall(fit_here, opts, devices=where.world_size, strategy="ddp_notebook",
