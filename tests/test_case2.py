@@ -34,7 +34,7 @@ def test_callback_records_every_micro_step_and_epoch():
 def test_three_workers_lightning_reuses_the_launchers_processes():
     out = launch(case2.fit_worker, (case2.Options(nvml="off", **SHORT),), world_size=3, timeout=240)
     assert [r["rank"] for r in out] == [0, 1, 2]
-    assert all(r["external"] and r["same_group"] and r["children"] == 0 for r in out)
+    assert all(r["external"] and r["same_group"] and r["children"] == [] for r in out)
     assert len({r["pid"] for r in out}) == 3 and len({r["ppid"] for r in out}) == 1
     assert out[0]["ppid"] == os.getpid()
     # accumulate_grad_batches=3: DDP all-reduces on every 3rd micro-step only (no_sync)
@@ -54,6 +54,55 @@ def test_fit_one_stays_in_this_process_only_where_no_gpu_is_visible():
     forked = case2.fit_one(opts, Placement(3, "gloo", "cpu", gpus_visible=1))
     assert forked["pid"] != os.getpid() and forked["ppid"] == os.getpid()
     assert forked["world_size"] == 1 and forked["optimizer_steps"] == 2
+
+
+FAKE_PYNVML = """
+import os
+refs = 0
+class NVMLError(Exception):
+    pass
+def _log(word):
+    with open(os.environ["FAKE_NVML_LOG"], "a") as f:
+        f.write(word + "\\n")
+def nvmlInit():
+    global refs
+    if refs == 0:
+        _log("start")  # what costs ~15 ms on a real driver
+    refs += 1
+def nvmlShutdown():
+    global refs
+    refs -= 1
+    if refs == 0:
+        _log("stop")
+def nvmlDeviceGetCount():
+    return 2
+def nvmlDeviceGetHandleByIndex(i):
+    return i
+class _Rates:
+    gpu = 7
+def nvmlDeviceGetUtilizationRates(handle):
+    return _Rates()
+"""
+
+
+def test_nvml_costs_time_the_block_fresh_in_a_new_process_and_held_here(tmp_path, monkeypatch):
+    import importlib
+    import sys
+    (tmp_path / "pynvml.py").write_text(FAKE_PYNVML)
+    log = tmp_path / "nvml.log"
+    monkeypatch.setenv("FAKE_NVML_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    importlib.invalidate_caches()
+    out = case2.nvml_costs(4)
+    assert out["error"] is None and out["process"] == "new"
+    assert len(out["times"]) == 4 and len(out["held"]["times"]) == 4
+    starts = log.read_text().split().count("start")
+    # new process: the error probe and each of the 4 calls start NVML (5);
+    # here: the probe (1) and the one held reference (1), none of the 4 calls
+    assert starts == 5 + 2
+    assert case2.nvml_utilisation() == [7, 7]
 
 
 def test_missing_nvml_raises_the_real_error():

@@ -236,3 +236,15 @@ def test_diagnosis_shares_evaluation_both_ways():
     assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.4}}, {"outside_work": {"evaluation": 0.5}}]).holds
     assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {"evaluation": 0.01}}]).fails
     assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {}}]).fails
+
+
+def test_stays_unsteady_each_way():
+    def rec(rel_spread):
+        steps = [[0.1] * 3 + [0.1 * (1 + rel_spread * (i % 4) / 3) for i in range(20)] for _ in range(3)]
+        runs = [{"name": "x", "round": i, "ok": True, "skip": 3, "step_times": st} for i, st in enumerate(steps)]
+        return {"results": {"runs": runs, "rounds_done": 3}}
+    assert claims_gpu.stays_unsteady(rec(0.4), ["x"], "c").holds
+    assert claims_gpu.stays_unsteady(rec(0.01), ["x"], "c").fails
+    mixed = rec(0.4)
+    mixed["results"]["runs"][1]["step_times"] = [0.1] * 23
+    assert claims_gpu.stays_unsteady(mixed, ["x"], "c").status == U

@@ -168,3 +168,12 @@ def test_diagnosis_first_both_ways():
     assert C2.diagnosis_first(["startup", "exposed_allreduce"], "startup", "start-up").holds
     assert C2.diagnosis_first(["exposed_allreduce", "startup"], "startup", "start-up").fails
     assert C2.diagnosis_first([], "startup", "start-up").fails
+
+
+def test_nvml_held_vs_fresh_each_way():
+    fresh = [15e-3, 16e-3, 15.5e-3, 14.8e-3, 15.2e-3]
+    held = [5e-6, 4e-6, 6e-6, 4.5e-6, 5.5e-6]
+    assert C.nvml_held_vs_fresh({"times": fresh, "held": {"times": held}}).holds
+    assert C.nvml_held_vs_fresh({"times": held, "held": {"times": fresh}}).fails
+    mixed = [14e-3, 16e-3, 15e-3, 15.5e-3, 14.5e-3]
+    assert C.nvml_held_vs_fresh({"times": fresh, "held": {"times": mixed}}).status == U

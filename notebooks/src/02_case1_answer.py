@@ -193,10 +193,10 @@ claims_gpu.pair(pairs, "fixed-bf16", "fixed-bf16-item", "loss.item() every step 
                 faster="a").show();
 
 # %% [markdown]
-# The record has 4 rounds (the verdict rule needs at least 3); the per-round ratios are in the deciding
-# numbers. Not resolvable from these rounds: the ratios lie on both sides of 1, and the record itself shows
-# why a single pair of runs could not decide it. Its bf16 runs are not steady (steps' IQR above 5% of
-# the median), which is noise larger than a sync per step could add at a step of ~0.17 s:
+# The record's rounds and their ratios are in the deciding numbers (the verdict rule needs at least 3
+# rounds). Where the verdict is not resolvable the ratios lie on both sides of 1, and the record itself
+# shows why a single pair of runs could not decide it: its bf16 runs are not steady (steps' IQR above 5%
+# of the median, listed below), so a per-step sync would have to cost more than that spread to show:
 
 # %%
 for name, rnd, rel in claims_gpu.unsteady(pairs, ("fixed-bf16", "fixed-bf16-item")):

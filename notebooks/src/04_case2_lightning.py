@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from ddp_lessons import case2, launch, place, records
+from ddp_lessons import case2, launch, place, records, runtime
 from ddp_lessons.case2 import claims, rounds
 from ddp_lessons.case2.exercises import check
 
@@ -71,7 +71,8 @@ helper_total = time.perf_counter() - t0
 for r in ranks:
     print(f"rank {r['rank']}: launched by this kernel: {r['ppid'] == os.getpid()}, "
           f"Lightning says processes are created externally: {r['external']}, "
-          f"same process group as the launcher's: {r['same_group']}, processes it started: {r['children']}")
+          f"same process group as the launcher's: {r['same_group']}, processes it started: {len(r['children'])}"
+          + "".join(f"\n    {c}" for c in r["children"]))
 
 # %% [markdown]
 # Counted over the ranks: did every one of them run in a process this kernel launched, with Lightning saying so and keeping the launcher's process group?
@@ -118,6 +119,7 @@ started = claims.startup_vs_fit(startup, fits).show()
 # %%
 # NBVAL_IGNORE_OUTPUT
 pair = rounds.one_vs_forked(opts.replace(epochs=1), where, rounds=6)
+print(f"{where.world_size} forked workers on {where.device}, {runtime.cpu_count()} cores for this kernel and its workers")
 for name in ("one", "forked"):
     print(f"{name:7s}", " ".join(f"{x:5.2f}" for x in pair[name]), "s per round")
 
@@ -125,7 +127,7 @@ for name in ("one", "forked"):
 won = claims.one_device_vs_forked(pair["one"], pair["forked"]).show()
 
 # %% [markdown]
-# The verdict above decides whether the asker's effect reproduces in a fair pair on this machine, from the two sides' rounds: where it holds, the slower half of the one-device rounds still beat the faster half of the forked ones (their quartiles do not overlap), so one busy moment of the machine cannot decide it. What the two sides do differently: three forked workers split the epoch's work (every sample drawn with `torch.randn`, all 5,000 validated) three ways, but on this machine share two cores, and each run forks and joins a process group once. Which of those costs weighs how much, and how fixed costs compare with what grows with the epochs, is notebook 05's question. `ddp_notebook` works only in a kernel that never touched CUDA, and its workers' results stay in the workers.
+# The verdict above decides whether the asker's effect reproduces in a fair pair on this machine, from the two sides' rounds: where it holds, the slower half of the one-device rounds still beat the faster half of the forked ones (their quartiles do not overlap), so one busy moment of the machine cannot decide it. What the two sides do differently: three forked workers split the epoch's work (every sample drawn with `torch.randn`, all 5,000 validated) three ways, but share the cores printed above (and on a GPU machine with fewer GPUs than workers, as placed above, they run on the CPU), and each run forks and joins a process group once. Which of those costs weighs how much, and how fixed costs compare with what grows with the epochs, is notebook 05's question. `ddp_notebook` works only in a kernel that never initialised CUDA (on a GPU machine, Lightning in this kernel would, even for a CPU fit: hence `fit_one`), and its workers' results stay in the workers.
 #
 # ## Recorded on a GPU
 # The same posted test (NVML block on, batch 256) recorded on one GPU, if the record exists; where this machine has a GPU, made again on it, live. One device means world size 1: no all-reduce moves a byte between GPUs in it, so it says what a step costs on that GPU, not what three GPUs cost:

@@ -162,18 +162,27 @@ logged = claims.log_every_step(logs["every"], logs["rare"]).show()
 # %%
 print(case2.nvml_error())
 
+# %% [markdown]
+# What one call of the block costs depends on the process it runs in. Where nothing holds NVML open, every `nvmlInit` starts NVML and every `nvmlShutdown` stops it again. torch keeps NVML open once it has counted GPUs through it (the launcher's `place` does, in this kernel too), and then init and shutdown only count a reference. So the block is timed in a new Python process (`case2.nvml_cost_fresh`), and, where the run has it, with NVML held open (`nvml_cost(held=True)`):
+
 # %%
 # NBVAL_IGNORE_OUTPUT
 nv = records.stored_or_live("case2-h200-nvml", case2.rerun, solo)
 print(records.describe_machine(nv) + ("" if nv["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)"))
-per_call = nv["results"]["per_call"]
-# the recorded one ran in a process that never used the GPU; a live one runs in this kernel
-context = torch.cuda.is_initialized() if nv.get("live") else nv["config"].get("accelerator") == "gpu"
-print(nv["results"]["error"] or f"the post's NVML block alone: {per_call * 1e3:.2f} ms per call "
-      f"(median of {len(nv['results']['times'])}), in a process with {'a' if context else 'no'} CUDA context")
+res = nv["results"]
+per_call, held = res["per_call"], res.get("held")
+print(res["error"] or f"the post's NVML block where nothing holds NVML open: {per_call * 1e3:.3f} ms per call "
+      f"(median of {len(res['times'])})")
+if res["error"] is None:
+    print(f"with NVML held open: {held['per_call'] * 1e3:.3f} ms per call (median of {len(held['times'])})" if held
+          else "with NVML held open: not in this record")
+
+# %%
+if held:
+    claims.nvml_held_vs_fresh(res).show()
 
 # %% [markdown]
-# That figure is the block alone, in a process with or without a CUDA context as the line above says. Inside a fit on the GPU the process has one, and the block's cost there is what the fit shows. The record below holds interleaved rounds on one GPU of the fixed test (`Options.fixed()`, `accumulate=1`) with the NVML block on every step and without it (world size 1: one rank, no all-reduce between GPUs):
+# Where the verdict above is printed it decides whether holding NVML open makes the block cheaper per call; where it is not, the record holds only the first figure. Inside a fit on the GPU, the block's cost is what the fit shows. The record below holds interleaved rounds on one GPU of the fixed test (`Options.fixed()`, `accumulate=1`) with the NVML block on every step and without it (world size 1: one rank, no all-reduce between GPUs):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -191,7 +200,7 @@ if per_call is not None:
     claims.nvml_below_standalone(pairs, per_call).show()
 
 # %% [markdown]
-# Read the verdicts above together, for the recorded GPU: whether the block slows `training_step` in every round; whether that shows in the whole micro-step beyond the rounds' spread (the step also holds the data wait, Lightning's loop, backward and the optimizer, which vary from round to round); and whether inside the fit the block costs less than the standalone per-call figure (why the CUDA context makes the difference was not measured). Whatever its size, it is a host cost on every rank in every step, for a number nobody needs per step: sample utilisation from outside the training loop (`nvidia-smi dmon`) instead.
+# Read the verdicts above together, for the recorded GPU: whether the block slows `training_step` in every round; whether that shows in the whole micro-step beyond the rounds' spread (the step also holds the data wait, Lightning's loop, backward and the optimizer, which vary from round to round); and whether inside the fit the block costs less than the standalone figure of a process where nothing holds NVML open (a GPU fit holds it: torch counted the GPUs through NVML; whether that is why was not measured separately here). The block in the fit also logs one value per GPU with `self.log`. Whatever its size, it is a host cost on every rank in every step, for a number nobody needs per step: sample utilisation from outside the training loop (`nvidia-smi dmon`) instead.
 #
 # The same record holds the posted test against the fixed one, interleaved too. The fixed test drops accumulation as well (an optimizer step on every micro-step), so the pair compares whole fits of 5 epochs, not steps:
 

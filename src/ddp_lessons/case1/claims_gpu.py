@@ -6,7 +6,9 @@ run once per round, in `spread.interleave`'s order, on one GPU).
 - `pair(rec, a, b, claim)`: the sign test of `verdict.paired` on those
   medians, B faster than A (or A faster, `faster="a"`);
 - `unsteady(rec)`: the runs whose steps' IQR is above 5% of their median;
-- `data_wait_share(rec, name)`: per round, data wait / step of a variant.
+- `data_wait_share(rec, name)`: per round, data wait / step of a variant;
+- `stays_unsteady(rec, names)`: every run of those variants is unsteady
+  (`data/runs/case1-h200-bf16-jitter.json`: bf16 with fewer loader workers).
 Every line names the record's machine (`machine_line`). Defined in notebook 02_case1_answer.
 """
 
@@ -18,7 +20,10 @@ from ..spread import STEADY_IQR, summary
 
 def machine_line(rec: dict) -> str:
     """The hardware and versions of a record, and what ran, in one line."""
-    m, args = rec["machine"], rec["config"]["args"]
+    m, c = rec["machine"], rec["config"]
+    v0 = next(iter(c.get("variants", {}).values()), {})
+    args = c.get("args") or {"model": v0.get("model"), "batch": v0.get("batch_size"),
+                             "steps": v0.get("steps_limit"), "skip": c.get("skip")}
     gpus = ", ".join(m.get("gpus") or []) or "no GPU"
     return (f"{gpus}, {m.get('cpu_affinity') or m['cpu_count']} CPU cores; torch {m['torch']}, NCCL {m.get('nccl')}; "
             f"world size {rec['config']['world_size']}, model {args['model']}, batch {args['batch']}, "
@@ -74,3 +79,14 @@ def loader_keeps_up(rec: dict, name: str, limit: float = 0.1) -> V.Verdict:
     return V.repeats(f"on the recorded GPU the loader keeps up with the {name} setup "
                      f"(data wait under {limit:.0%} of the step)", data_wait_share(rec, name), side="<",
                      limit=limit, what="data wait / step per round")
+
+
+def iqr_rels(rec: dict, name: str) -> list[float]:
+    """Per round, the variant's steps' IQR / median after warm-up."""
+    return [summary(r["step_times"][r["skip"]:])["iqr_rel"] for r in _runs(rec, name) if r["ok"]]
+
+
+def stays_unsteady(rec: dict, names, claim: str, limit: float = STEADY_IQR) -> V.Verdict:
+    """Every run of `names` has its steps' IQR above `limit` of the median."""
+    rels = [x for n in names for x in iqr_rels(rec, n)]
+    return V.repeats(claim, rels, side=">", limit=limit, what="IQR / median per run")

@@ -17,10 +17,10 @@ Lightning itself is imported only when a fit runs.
 
 from .lightning import fit_here, fit_one, fit_worker, make_trainer, memory_logger, quiet
 from .model import D_IN, grad_bytes, loss_fn, make_dataset, mlp, param_count
-from .nvml import nvml_cost, nvml_error, nvml_utilisation
+from .nvml import nvml_cost, nvml_cost_fresh, nvml_costs, nvml_error, nvml_utilisation
 from .options import Options
 from .replay import rerun
 
 __all__ = ["Options", "fit_here", "fit_one", "fit_worker", "make_trainer", "memory_logger", "quiet",
            "D_IN", "mlp", "param_count", "grad_bytes", "make_dataset", "loss_fn",
-           "nvml_cost", "nvml_error", "nvml_utilisation", "rerun"]
+           "nvml_cost", "nvml_cost_fresh", "nvml_costs", "nvml_error", "nvml_utilisation", "rerun"]

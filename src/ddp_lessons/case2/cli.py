@@ -16,7 +16,7 @@ import dataclasses
 from .. import cmdline
 from ..timing import median_step
 from .lightning import fit_here, fit_worker
-from .nvml import nvml_cost, nvml_error
+from .nvml import nvml_costs, nvml_error
 from .options import Options
 from .plain import compute_sweep, plain_fit
 
@@ -36,7 +36,7 @@ def _options(args) -> Options:
 def _run_mode(args, opts):
     acc = args.accelerator  # None: workers follow their process group; one process runs on the CPU
     if args.mode == "nvml":
-        return nvml_cost(args.repeats)
+        return nvml_costs(args.repeats)
     if args.mode == "sweep":
         return {"rows": compute_sweep(opts, args.widths, acc, args.steps)}
     if args.launch:  # the launcher (or torchrun) starts the processes; Lightning reuses them
@@ -52,7 +52,8 @@ def _run_mode(args, opts):
 
 def _print(args, res):
     if args.mode == "nvml":
-        cost = res["error"] or f"{res['per_call'] * 1e3:.2f} ms per call"
+        cost = res["error"] or (f"{res['per_call'] * 1e3:.3f} ms per call where nothing holds NVML open, "
+                                f"{res['held']['per_call'] * 1e3:.3f} ms where it is held")
         print(f"NVML init+query+shutdown: {cost}")
         return
     if args.mode == "sweep":

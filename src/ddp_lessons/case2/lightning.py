@@ -210,17 +210,20 @@ def fit_worker(opts: Options, accelerator: str | None = None, timed: bool = True
 
 
 def _child_processes():
-    """Processes this rank started (a Lightning launcher would show here), or None."""
+    """Processes this rank started and still has, each as 'name: command line'
+    (shortened); None without psutil. A Lightning launcher would show here as
+    Python processes running this rank's script or multiprocessing's spawn."""
     try:
         import psutil
     except ImportError:
         return None
-    return len([p for p in psutil.Process().children(recursive=True)
-                if "resource_tracker" not in " ".join(p.cmdline())])
-
-
-def _plain_strategy():
-    from pytorch_lightning.strategies import DDPStrategy
-    return DDPStrategy()
-
-
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(p.cmdline())
+            name = p.name()
+        except psutil.Error:  # gone, or not ours to read: nothing left to count
+            continue
+        if "resource_tracker" not in cmd:
+            out.append(f"{name}: {cmd[:160]}")
+    return out

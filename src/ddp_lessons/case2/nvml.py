@@ -1,10 +1,20 @@
 """The post's NVML block (init, one utilisation query per GPU, shutdown) and
-what it costs per call. Defined in notebook 05_case2_where_time_goes.
+what it costs per call, in two states of the process:
+- nothing holds NVML open (`nvml_cost_fresh`: a new Python process): every
+  `nvmlInit` starts NVML and every `nvmlShutdown` stops it again;
+- NVML already held open (`nvml_cost(held=True)`): init and shutdown only count
+  a reference. torch leaves NVML held whenever it counts GPUs through NVML
+  (`torch.cuda.device_count` where NVML answers, and the launcher's
+  `place`), so a process that placed ranks or trains on a GPU is in this state.
+Defined in notebook 05_case2_where_time_goes.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
+import sys
 import time
 
 
@@ -28,15 +38,49 @@ def nvml_error() -> str | None:
     return None
 
 
-def nvml_cost(repeats: int = 50) -> dict:
+def nvml_cost(repeats: int = 50, held: bool = False) -> dict:
     """Seconds per call of the post's NVML block (init, query every GPU,
-    shutdown), median over `repeats`; or the error where NVML is missing."""
+    shutdown) in this process, median over `repeats`; or the error where NVML
+    is missing. `held`: with one reference to NVML kept open around the calls
+    (what torch leaves behind once it has counted GPUs through NVML)."""
     err = nvml_error()
     if err is not None:
         return {"error": err, "per_call": None}
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        nvml_utilisation()
-        times.append(time.perf_counter() - t0)
+    import pynvml
+    if held:
+        pynvml.nvmlInit()
+    try:
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            nvml_utilisation()
+            times.append(time.perf_counter() - t0)
+    finally:
+        if held:
+            pynvml.nvmlShutdown()
     return {"error": None, "per_call": statistics.median(times), "times": times}
+
+
+def nvml_cost_fresh(repeats: int = 50) -> dict:
+    """`nvml_cost` in a new Python process, which has not touched NVML (nor
+    imported torch): the block where nothing holds NVML open. Needed because
+    this process may hold it already (see the module's docstring)."""
+    # this file loaded on its own: neither ddp_lessons nor torch is imported there
+    code = ("import importlib.util, json; "
+            f"spec = importlib.util.spec_from_file_location('nvml_block', {__file__!r}); "
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+            f"print(json.dumps(m.nvml_cost({int(repeats)})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the NVML measurement in a new process failed: {tail}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def nvml_costs(repeats: int = 50) -> dict:
+    """The block's cost where nothing holds NVML open (`per_call`, `times`: a
+    new process) and where it is held (`held`: this process, one reference kept)."""
+    fresh = nvml_cost_fresh(repeats)
+    if fresh["error"] is not None:
+        return fresh
+    return dict(fresh, process="new", held=nvml_cost(repeats, held=True))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import records
 from ..launcher import launch
 from .lightning import fit_here, fit_worker
-from .nvml import nvml_cost
+from .nvml import nvml_costs
 from .options import Options
 from .plain import compute_sweep, plain_fit
 
@@ -22,7 +22,7 @@ SWEEP_STEPS = 60  # benchmarks/record_case2_gpu.sh: --steps 60
 def _results(c: dict, rec: dict, opts: Options, where) -> dict:
     acc = where.accelerator
     if c["mode"] == "nvml":
-        return nvml_cost(len(rec["results"].get("times") or ()) or c.get("repeats", 50))
+        return nvml_costs(len(rec["results"].get("times") or ()) or c.get("repeats", 50))
     if c["mode"] == "sweep":
         widths = c.get("widths") or [r["width"] for r in rec["results"]["rows"]]
         return {"rows": compute_sweep(opts, widths, acc, c.get("steps", SWEEP_STEPS))}
