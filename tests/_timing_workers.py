@@ -89,3 +89,27 @@ def light_mode(steps=6, delay_s=0.0, ddp_logging=True, mode="light"):
     out["grad_bytes"] = gradient_bytes(model)
     out["comm_hook"] = model._get_ddp_logging_data().get("comm_hook", "")
     return out
+
+
+def timer_in_a_subgroup(steps=3):
+    """Ranks 0 and 1 train a DDP model over a group of their own while rank 2
+    trains nothing: the timer's clock and hook follow the model's group.
+    Rank 2 then tries to time that group and is refused."""
+    sub = dist.new_group([0, 1])   # a collective of every rank, members or not
+    if dist.get_rank() == 2:
+        try:
+            StepTimer(None, group=sub)
+        except ValueError as exc:
+            return {"refused": str(exc)}
+        return {"refused": None}
+    torch.manual_seed(0)
+    ddp = wrap_ddp(mlp(32, 2, 16), torch.device("cpu"), process_group=sub)
+    timer = StepTimer(ddp, batch_size=4)   # mode "full" on CPUs: the hook must sum over `sub`
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for _ in timer.data(range(steps)):
+        with timer.phase("forward"):
+            loss = ddp(torch.randn(4, 16)).square().mean()
+        timer.finish_step(loss, opt)
+    out = timer.result()
+    out["first_param"] = [float(x) for x in next(ddp.parameters()).flatten()[:4]]
+    return out

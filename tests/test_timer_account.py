@@ -99,6 +99,34 @@ def test_the_result_carries_the_run():
     assert res["threads"] >= 1 and "start_method" in res and "backend" in res and res["device"] == "cpu"
 
 
+def test_run_start_says_where_the_runs_start_up_began():
+    t0 = time.perf_counter()
+    time.sleep(0.05)
+    res = StepTimer(None, run_start=t0).result()
+    assert 0.05 <= res["account"]["startup"] < 5
+    assert StepTimer(None, run_start=None).result()["account"]["startup"] is None
+    # the default: from the process's start (psutil), longer than this test's own sleep
+    assert StepTimer(None).result()["account"]["startup"] > 0.05
+    for bad in ("soon", True, [1.0]):
+        with pytest.raises(ValueError, match="run_start="):
+            StepTimer(None, run_start=bad)
+
+
+@pytest.mark.slow
+def test_the_timer_follows_the_ddp_models_process_group():
+    import _timing_workers as w
+
+    from ddp_lessons import launch
+    out = launch(w.timer_in_a_subgroup, world_size=3, timeout=120)
+    assert "not in the timer's process group" in out[2]["refused"]
+    for rank in (0, 1):
+        r = out[rank]
+        assert (r["rank"], r["world_size"], r["group_ranks"]) == (rank, 2, [0, 1])
+        assert r["clock"]["method"] == "shared host clock" and len(r["steps"]) == 3
+        assert all(s["allreduce_calls"] >= 1 for s in r["steps"])
+    assert out[0]["first_param"] == out[1]["first_param"]   # the hook averaged over the two
+
+
 def test_account_splits_uncovered_time_by_where_it_lies():
     steps = [{"t_start": 1.0, "step_time": 1.0}, {"t_start": 3.0, "step_time": 1.0}]
     a = account(6.0, steps, [{"name": "eval", "start": 2.0, "end": 2.5}])

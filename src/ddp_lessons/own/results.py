@@ -69,18 +69,3 @@ def median_steps(rounds: list[list[dict]], raw_runs: list[dict]) -> list[float]:
         firsts = {e["first_step"] for e in r["epochs"]} | {e["first_step"] + 1 for e in r["epochs"]}
         out.append(statistics.median(s["step_time"] for s in r["timer"]["steps"] if s["step"] not in firsts))
     return out
-
-
-def this_run_only(rank_result: dict) -> dict:
-    """A rank's `train` result with the timer's `startup` (process start to the
-    timer) left out: in `rounds` one process runs every setup in turn, so that
-    time is the earlier runs', not this run's start-up. The timer's world size
-    is the ranks that trained (the timer reads the whole group's; a 1-rank run
-    of `rounds` has 2 ranks in the group). A copy; the rest as measured."""
-    import copy
-    out = copy.deepcopy(rank_result)
-    out["timer"]["world_size"] = rank_result["world_size"]
-    account = out["timer"].get("account")
-    if account is not None:
-        account["startup"] = None   # unknown for this run, as for a timer made at the process's start
-    return out

@@ -46,14 +46,14 @@ def epoch(r: Rank, timer: StepTimer, e: int) -> int:
     return steps
 
 
-def train(o: Options, group=None) -> dict:
+def train(o: Options, group=None, run_start="process") -> dict:
     """Train for `o.epochs` epochs on the ranks of `group` (None: all); per rank:
     every epoch's train and evaluation time (seconds, host clock, the device
     synchronised at each edge), the steps, the timer's per-step numbers, and
-    what ran where."""
+    what ran where. `run_start`: the timer's (where this run's start-up began)."""
     r = build(o, group)
-    # state=group: the timing hook all-reduces over the group that trains (default: every rank)
-    timer = StepTimer(r.ddp, state=group, batch_size=o.batch_size)
+    # the timer's clock and hook follow the DDP model's process group: the ranks that train
+    timer = StepTimer(r.ddp, batch_size=o.batch_size, run_start=run_start)
     epochs, t_run = [], time.perf_counter()
     for e in range(o.epochs):
         sync(r.device)
@@ -103,10 +103,7 @@ def rounds(setups: dict, n_rounds: int) -> dict:
             o, k = setups[name]
             dist.barrier()   # every setup starts with all ranks together
             if dist.get_rank() < k:
-                out[name].append(train(o, groups[k]))
-            else:
-                # StepTimer takes a common clock over every rank (a barrier and a gather when it is
-                # made and at result()): a rank left out passes the same collectives with a timer of its own.
-                StepTimer().result()
+                # this run's start-up is from here: the process's start and earlier runs are not its own
+                out[name].append(train(o, groups[k], run_start=time.perf_counter()))
     dist.barrier()
     return {"runs": out, "order": order, "rank": dist.get_rank()}

@@ -11,9 +11,11 @@ steps (what the loop does after `step_done()` and before the next step's
 first mark: logging, `loss.item()`, prints, the end of a loader), and after
 the last step. Inside the steps, `in_steps` splits step time into the data
 wait, each phase, and the step's own remainder (time in a step that no phase
-covers). `startup` is the time from the process's start to the timer's
+covers). `startup` is the time from the run's start to the timer's
 reference point (imports, joining the group, building the model): outside
-the window, reported beside it.
+the window, reported beside it. The run starts at the process's start, or
+where the user says (`StepTimer(run_start=...)`: several runs in one
+process), or is unknown (None).
 """
 
 from __future__ import annotations
@@ -29,6 +31,20 @@ def process_age() -> float | None:
         return time.time() - psutil.Process().create_time()
     except Exception:  # noqa: BLE001 - no psutil or no permission: start-up unknown
         return None
+
+
+def startup_since(run_start) -> float | None:
+    """The account's start-up: seconds since `run_start`, which is "process"
+    (the process's start), a `time.perf_counter()` reading, or None (not known:
+    nothing is counted)."""
+    if run_start is None:
+        return None
+    if isinstance(run_start, str) and run_start == "process":
+        return process_age()
+    if isinstance(run_start, (int, float)) and not isinstance(run_start, bool):
+        return max(0.0, time.perf_counter() - float(run_start))
+    raise ValueError(f"run_start={run_start!r}: use 'process', a time.perf_counter() reading taken "
+                     "where this run began, or None")
 
 
 def _union(intervals):
@@ -87,17 +103,21 @@ def account(wall: float, steps, outside, startup: float | None = None) -> dict:
             "in_steps": in_steps(steps), "startup": startup}
 
 
-def run_info(device, mode, batch_size) -> dict:
-    """What a result carries about its run: rank, world size, backend, device,
-    timer mode, torch threads, batch size (as given), start method."""
+def run_info(device, mode, batch_size, group=None) -> dict:
+    """What a result carries about its run: rank and world size in `group`
+    (None: every rank), the group's global ranks where it is not every rank,
+    backend, device, timer mode, torch threads, batch size (as given), start method."""
     import torch
     import torch.distributed as dist
     grouped = dist.is_available() and dist.is_initialized()
-    return {"rank": dist.get_rank() if grouped else 0,
-            "world_size": dist.get_world_size() if grouped else 1,
-            "backend": dist.get_backend() if grouped else None,
-            "device": str(device), "mode": mode, "threads": torch.get_num_threads(),
-            "batch_size": batch_size, "start_method": start_method()}
+    out = {"rank": dist.get_rank(group) if grouped else 0,
+           "world_size": dist.get_world_size(group) if grouped else 1,
+           "backend": dist.get_backend(group) if grouped else None,
+           "device": str(device), "mode": mode, "threads": torch.get_num_threads(),
+           "batch_size": batch_size, "start_method": start_method()}
+    if grouped and group is not None and dist.get_world_size(group) != dist.get_world_size():
+        out["group_ranks"] = dist.get_process_group_ranks(group)
+    return out
 
 
 def start_method() -> str | None:

@@ -4,9 +4,12 @@ outside the steps (evaluation, checkpointing, logging).
 A phase opens the current step if none is open (a step starts at its first
 mark). Work between steps goes in `timer.outside(name)`; inside such a block
 phases and `timer.data` waits are part of that outside work and open no step.
+`step_numbers` turns a closed step's marks into its numbers at `result()`.
 """
 
 from __future__ import annotations
+
+from .comm import _comm_numbers
 
 
 class Phase:
@@ -57,3 +60,22 @@ class Off:
 
 
 OFF = Off()
+
+
+def step_numbers(i, s, values, origin):
+    """One step's numbers (seconds since the reference `origin`) from its marks,
+    read from `values` in the order `StepTimer.result` listed them."""
+    start, end = next(values), next(values)
+    phases = {k: (next(values) - start, next(values) - start) for k in s["phases"]}
+    if s["start"] is None and phases:  # opened by phases set directly (Lightning): the wait precedes them
+        shift = min(a for a, _ in phases.values()) - s["data"]
+        start += shift
+        phases = {k: (a - shift, b - shift) for k, (a, b) in phases.items()}
+    buckets = [{"index": idx, "start": next(values) - start, "end": next(values) - start,
+                "bytes": sent, "grad_bytes": grad}
+               for idx, _, _, sent, grad in s["buckets"]]
+    out = {"step": i, "t_start": start - origin, "step_time": end - start, "data": s["data"],
+           "phases": phases, "buckets": buckets}
+    out.update({k: b - a for k, (a, b) in phases.items()})
+    out.update(_comm_numbers(buckets, phases.get("backward")))
+    return out

@@ -1,11 +1,11 @@
 """One time axis for every rank's marks, and the wait for a slower rank.
 
-`CommonClock` takes a shared reference at a collective: at the timer's
+`CommonClock` takes a shared reference at a collective of the timer's group: at the timer's
 creation and again at `result()`, every rank passes a barrier and reads its
 clock right after (on a GPU: after a device synchronise, so the event it
 records runs at once and the event clock is tied to the host clock). Each
 rank's marks are kept as seconds since its own reference ("local"); adding
-`offset` puts them on the common axis, whose zero is rank 0's reference.
+`offset` puts them on the common axis, whose zero is the reference of the group's rank 0.
 
 - One host (every rank reports the same host name): `perf_counter` is the
   system-wide monotonic clock, the same for every process, so the offsets are
@@ -51,21 +51,27 @@ import torch
 import torch.distributed as dist
 
 
-def _grouped() -> bool:
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+def _grouped(group) -> bool:
+    if not (dist.is_available() and dist.is_initialized()):
+        return False
+    if dist.get_rank(group) < 0:
+        raise ValueError("this rank is not in the timer's process group: create the StepTimer "
+                         "on the group's members only (or pass group= the group this rank trains in)")
+    return dist.get_world_size(group) > 1
 
 
 class CommonClock:
-    """The timer's reference points (creation and result) and the offsets."""
+    """The timer's reference points (creation and result) and the offsets,
+    over the ranks of `group` (None: every rank)."""
 
-    def __init__(self, clock, device, enabled: bool = True):
-        self.clock, self.device = clock, device
-        self.synced = enabled and _grouped()
+    def __init__(self, clock, device, enabled: bool = True, group=None):
+        self.clock, self.device, self.group = clock, device, group
+        self.synced = enabled and _grouped(group)
         self.host = socket.gethostname()
         self.t_ref, self.ref = self.point()
         self.method, self.offset = "one rank", 0.0
         if self.synced:
-            seen = _gather([self.t_ref, self.host])
+            seen = _gather([self.t_ref, self.host], self.group)
             same = len({h for _, h in seen}) == 1
             self.method = "shared host clock" if same else "barrier"
             self.offset = self.t_ref - seen[0][0] if same else 0.0
@@ -73,7 +79,7 @@ class CommonClock:
     def point(self):
         """(host perf_counter, clock token) read right after a barrier."""
         if self.synced:
-            dist.barrier()
+            dist.barrier(group=self.group)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)  # note: CPU-GPU sync point, at creation and result only
         t = time.perf_counter()
@@ -87,7 +93,7 @@ class CommonClock:
         if not self.synced:
             return info, [None] * len(readies)
         mine = [None if r is None else r + self.offset for r in readies]
-        seen = _gather([t_end - self.t_ref, mine])
+        seen = _gather([t_end - self.t_ref, mine], self.group)
         spans = [s for s, _ in seen]
         if self.method == "barrier":
             info["error"] = abs(drift) + max(spans) - min(spans)
@@ -98,9 +104,9 @@ class CommonClock:
         return info, waits
 
 
-def _gather(obj) -> list:
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, obj)
+def _gather(obj, group=None) -> list:
+    out = [None] * dist.get_world_size(group)
+    dist.all_gather_object(out, obj, group=group)
     return out
 
 

@@ -61,10 +61,10 @@ import torch.distributed as dist
 
 from ..hooks import allreduce_hook
 from . import light
-from .account import account, process_age, run_info
+from .account import account, run_info, startup_since
 from .clocks import HostClock, cuda_clock
-from .comm import _apply_light, _comm_numbers, _register, timed_comm_hook
-from .marks import OFF, Outside, Phase
+from .comm import _apply_light, _register, timed_comm_hook
+from .marks import OFF, Outside, Phase, step_numbers
 from .reading import ddp_logging_times, median_step
 from .sync import CommonClock, ready_time
 
@@ -93,14 +93,24 @@ class StepTimer:
     2 ms H200 step), None only where there is no flight recorder (not NCCL).
     `enabled=False` turns every mark into a no-op (and takes no common
     reference): the same loop then runs uninstrumented.
+    `group`: the ranks whose clocks are put on one axis (a barrier and a
+    gather at creation and in `result()`, over this group only) and whose
+    rank and size the result reports; None: the DDP model's process group,
+    else every rank. Create the timer on the group's members only.
+    `run_start`: where this run began, for the account's `startup`:
+    "process" (the process's start: a launched worker), a
+    `time.perf_counter()` reading taken where the run began (several runs in
+    one process: the earlier runs are not this one's start-up), or None.
     `time_comm=False` times the phases only.
     `comm_hook()` is the (state, hook) pair to register elsewhere (Lightning).
     """
 
     def __init__(self, ddp_model=None, device=None, enabled=True, hook=None, state=None,
                  time_comm=True, mode=None, ddp_logging=None, flight_recorder=True,
-                 ring_size=4096, batch_size=None):
+                 ring_size=4096, batch_size=None, group=None, run_start="process"):
+        startup = startup_since(run_start)  # a bad value is refused before anything is registered
         self.enabled, self.batch_size = enabled, batch_size
+        self.group = group if group is not None else getattr(ddp_model, "process_group", None)
         device = torch.device(device) if device is not None else _model_device(ddp_model)
         self.device = device
         self.mode = mode or ("light" if device.type == "cuda" and ddp_model is not None and hook is None
@@ -108,7 +118,8 @@ class StepTimer:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES} or None, not {mode!r}")
         self.clock = cuda_clock(device, ring_size) if device.type == "cuda" and enabled else HostClock()
-        self.hook, self.state = hook, state
+        # torch's allreduce_hook with state None sums over every rank: give it the timer's group
+        self.hook, self.state = hook, state if state is not None or hook is not None else self.group
         self._send = hook if hook is not None else allreduce_hook  # what timed_comm_hook calls
         self.times_comm = enabled and time_comm
         self._steps, self._buckets, self._outside = [], [], []
@@ -125,8 +136,8 @@ class StepTimer:
         state, hook = self.comm_hook()
         if ddp_model is not None and hook is not None:
             _register(ddp_model, state, hook)
-        self._startup = process_age()
-        self._sync = CommonClock(self.clock, device, enabled)  # last: the barrier every rank passes
+        self._startup = startup
+        self._sync = CommonClock(self.clock, device, enabled, self.group)  # last: the barrier every member passes
 
     def comm_hook(self):
         """(state, hook) to register on the DDP model: the timing hook around
@@ -220,7 +231,7 @@ class StepTimer:
         """Every finished step, the work outside the steps and the account of the
         rank's time, as plain numbers (seconds, bytes); JSON-ready. A collective
         when the timer took a common reference: every rank calls it."""
-        out = run_info(self.device, self.mode, self.batch_size)
+        out = run_info(self.device, self.mode, self.batch_size, self.group)
         if not self.enabled:
             return out | {"steps": [], "outside": [], "comm_source": "none"}
         self._close_unfinished()
@@ -237,7 +248,7 @@ class StepTimer:
         values = iter(self.clock.seconds(marks))
         origin = next(values)
         wall = next(values) - origin
-        steps = [self._step_numbers(i, s, values, origin) for i, s in enumerate(self._steps)]
+        steps = [step_numbers(i, s, values, origin) for i, s in enumerate(self._steps)]
         outside = [{"name": n, "start": next(values) - origin, "end": next(values) - origin}
                    for n, _, _ in self._outside]
         if self._ddp is not None or self._fr is not None:
@@ -253,22 +264,6 @@ class StepTimer:
         clock["wait_source"] = "buckets" if self.mode == "full" else "backward end - exposed"
         out.update(steps=steps, outside=outside, clock=clock, unfinished_steps=self._unfinished,
                    account=account(wall, steps, outside, self._startup))
-        return out
-
-    def _step_numbers(self, i, s, values, origin):
-        start, end = next(values), next(values)
-        phases = {k: (next(values) - start, next(values) - start) for k in s["phases"]}
-        if s["start"] is None and phases:  # opened by phases set directly (Lightning): the wait precedes them
-            shift = min(a for a, _ in phases.values()) - s["data"]
-            start += shift
-            phases = {k: (a - shift, b - shift) for k, (a, b) in phases.items()}
-        buckets = [{"index": idx, "start": next(values) - start, "end": next(values) - start,
-                    "bytes": sent, "grad_bytes": grad}
-                   for idx, _, _, sent, grad in s["buckets"]]
-        out = {"step": i, "t_start": start - origin, "step_time": end - start, "data": s["data"],
-               "phases": phases, "buckets": buckets}
-        out.update({k: b - a for k, (a, b) in phases.items()})
-        out.update(_comm_numbers(buckets, phases.get("backward")))
         return out
 
     def _light_numbers(self, steps) -> str:
