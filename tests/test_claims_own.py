@@ -90,3 +90,12 @@ def test_ranked_first():
     assert claims.ranked_first(["outside_steps", "startup"], "outside_steps", "evaluation").holds
     assert claims.ranked_first(["startup", "outside_steps"], "outside_steps", "evaluation").fails
     assert claims.ranked_first([], "outside_steps", "evaluation").fails
+
+
+def test_accounted_each_way():
+    def acc(steps, outside, wall):
+        return {"steps": steps, "outside": {"eval": outside}, "wall": wall}
+    good, bad = acc(0.6, 0.38, 1.0), acc(0.5, 0.3, 1.0)
+    assert claims.accounted([good, acc(0.5, 0.49, 1.0), good]).holds
+    assert claims.accounted([bad, acc(0.4, 0.4, 1.0), bad]).fails
+    assert claims.accounted([good, bad, good]).status == v.UNRESOLVED

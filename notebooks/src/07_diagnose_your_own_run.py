@@ -119,10 +119,13 @@ found = diagnose([rank["runs"]["broken x2"][1] for rank in raw])
 found
 
 # %%
-claims.ranked_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show();
+claims.ranked_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show()
+claims.accounted([rank["runs"][name][i]["timer"]["account"] for name in setups
+                  for rank in raw for i in range(len(rank["runs"][name]))]).show();
 
 # %% [markdown]
-# The verdicts above say whether duplicated evaluation is the first thing to fix. The fixes, as options
+# The verdicts above say whether duplicated evaluation is the first thing to fix, and whether the timer's
+# account leaves little of each rank's time unexplained (every setup, rank and round; the rest is `unattributed`). The fixes, as options
 # (`fixed.diff(broken)` above): `evaluation="distributed"` (each rank its shard, two counts summed),
 # `set_epoch=True`, `step_log="none"`, `num_workers="budget"` (loader workers within the core budget, below).
 # Measured again, with the repeats of the rounds above, side by side (`ddp_lessons.compare`, samples per

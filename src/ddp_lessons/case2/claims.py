@@ -79,8 +79,10 @@ def hook_vs_standalone(first_in_s: float, standalone_s: float, standalone_best_s
                        factor: float = 2.0) -> V.Verdict:
     """Per step, the longest hook interval over the ranks (the rank that handed
     its bucket over first: the wire plus the wait for the last peer; median over
-    steps) against the same all-reduce alone (the sweep at this size, its
-    median and best iteration bracketing the wire time): the claim is that it
+    steps) against the same all-reduce alone (the sweep's latency-bandwidth
+    fits over its median and over its best times, at this size, bracketing the
+    wire time; a fit pools every size, so one disturbed size moves it little):
+    the claim is that it
     is more than `factor` times the wire time, i.e. that rank spends most of
     its interval waiting."""
     lo, hi = sorted((first_in_s / standalone_s, first_in_s / standalone_best_s))
@@ -100,7 +102,8 @@ def bytes_vs_latency(fits, nbytes: int, factor: float = 8.0) -> V.Verdict:
     the other (latency-bound or bandwidth-bound)."""
     ratios = [nbytes / f["bandwidth"] / f["latency"] if f["latency"] > 0 else math.inf for f in fits]
     lo, hi = min(ratios), max(ratios)
-    what = f"bytes term / latency term, {len(fits)} fits (min .. max)"
+    what = (f"bytes term / latency term, {len(fits)} fits (min .. max)" if len(fits) > 1
+            else "bytes term / latency term")
     parts = (V.interval("not latency-bound", lo, hi, side=">", limit=1 / factor, what=what),
              V.interval("not bandwidth-bound", lo, hi, side="<", limit=factor, what=what))
     status = V.all_of("both", *parts).status

@@ -7,8 +7,9 @@ from the fixed vocabulary `CAUSES` (`diagnosis.causes`), its seconds and share
 of the wall time, the per-rank numbers that show it, what to change and how
 to check the change; and what it cannot decide, as `undecided` lines.
 
-Wall time per rank is the process's start to `result()`: the timer's window
-plus the start-up before it. Seconds are summed over every step (warm-up
+Wall time per rank is the run's start to `result()`: the timer's window
+plus the start-up before it (from the process's start, or from the timer's
+`run_start` where several runs share a process; none where it is None). Seconds are summed over every step (warm-up
 included: it is time the run spent).
 """
 

@@ -133,5 +133,6 @@ def all_findings(ms, world) -> list:
         wait_finding(ms), comm_finding(ms),
         simple_finding(ms, "data", DATA, "waiting for batches inside the steps"),
         simple_finding(ms, "host", HOST, "untimed host work in and between steps (step remainder + gaps)"),
-        simple_finding(ms, "startup", STARTUP, "process start to the first step")]
+        simple_finding(ms, "startup", STARTUP,
+                       "the run's start (the process's, or the timer's run_start) to the first step")]
     return sorted((f for f in found if f is not None), key=lambda f: -f[2])

@@ -31,7 +31,7 @@ class Finding:
 @dataclass(frozen=True)
 class Diagnosis:
     """Findings ranked by the time they cost (most first), what could not be
-    decided, and per rank: wall time (process start to result()), steps,
+    decided, and per rank: wall time (the run's start to result()), steps,
     outside work (total, and by name in `outside_work`) and unattributed seconds."""
     findings: list
     undecided: list

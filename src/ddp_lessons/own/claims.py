@@ -109,3 +109,12 @@ def ranked_first(causes: list[str], cause: str, label: str) -> v.Verdict:
     """`diagnose` ranks `cause` first (its findings, most costly first)."""
     return v.exact(f"diagnose ranks {label} first", causes[0] if causes else "nothing", expected=cause,
                    what="first cause", numbers={"causes": ", ".join(causes) or "none"})
+
+
+def accounted(accounts: list[dict], limit: float = 0.95) -> v.Verdict:
+    """The timer's named parts (steps and work outside them) cover more than
+    `limit` of each rank's wall time, in every account given (one per rank and
+    round): what is left unattributed is under 1 - `limit`."""
+    covered = [(a["steps"] + sum(a["outside"].values())) / a["wall"] for a in accounts if a["wall"] > 0]
+    return v.repeats(f"the timer's steps and outside work cover over {limit:.0%} of each rank's wall time",
+                     covered, side=">", limit=limit, what="(steps + outside) / wall per rank and round")
