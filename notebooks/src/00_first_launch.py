@@ -15,7 +15,7 @@
 # | `00_first_launch` | how to launch and time DDP workers; what an all-reduce costs here |
 # | `01_case1_broken` | case 1 (2 GPUs, plain DDP, M3AE VQA): does the posted script split the work? where does its time go? |
 # | `02_case1_answer` | which of the accepted answer's fixes hold, one at a time and together |
-# | `03_case1_beyond` | what the answer missed: evaluation, unused heads, buckets and overlap, loaders, mixed precision; why 133 s > 105 s; a setup that scales |
+# | `03_case1_beyond` | what the answer missed: evaluation, unused heads, buckets and overlap, loaders, mixed precision; what could make 133 s against 105 s (a model); a setup that scales |
 # | `04_case2_lightning` | case 2 (3 GPUs, Lightning): the posted test, through the helper and through Lightning's own launcher |
 # | `05_case2_where_time_goes` | the wall time taken apart: start-up, validation, logging, data, NVML, compute, all-reduce |
 # | `06_case2_breakeven` | "is my model too simple?": what one GPU can do with each lever, and from which width N GPUs beat the fastest one-GPU step |
@@ -166,7 +166,7 @@ plots.bandwidth([(f"live: {where.describe()}", rows, fit)])
 
 # %% [markdown]
 # Two claims the model makes, decided on this run. On two shared cores the medians of the small sizes
-# jump between runs (a rank that loses its core waits a scheduler tick, ~4 ms), so both read each size's
+# jump between runs (a rank that loses its core can wait for the scheduler to give it back), so both read each size's
 # best of 30 iterations. If small messages cost about the latency, 16 times the bytes of a 4 KiB message
 # cost well under 4 times its time; if large ones cost their bytes, the largest message costs over 1.5
 # times one of half its size (16 MiB against 8 MiB on CPUs, 256 against 128 MiB on GPUs). Each verdict
@@ -296,9 +296,9 @@ for name, rec in over.items():
     claims.overhead_paired(rec["results"]["times"], "full", budget=0.02).show()
 
 # %% [markdown]
-# Where the step is long the host's marks and the Python hook are lost in the GPU's work; where it is
-# short (2.6 ms, the size of case 2's step) the host's work per step is the step's pace, and the verdicts
-# above say whether timing still fits in 2%. The per-mode figures say how much of it a plain Python
+# The verdicts above say, for a long step and for a short one (2.6 ms, the size of case 2's step), whether
+# timing fits in 2% of the step; the host's marks and the Python hook are host work, so they weigh more
+# where the step is short. The per-mode figures say how much of it a plain Python
 # communication hook (`py_hook`) costs with no timing at all.
 #
 # For such short steps `StepTimer` has a second mode, "light", its default for a DDP model on a GPU: DDP

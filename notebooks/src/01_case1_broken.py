@@ -193,8 +193,9 @@ claims.eval_wait(edge).show();
 # %% [markdown]
 # `ddp_lessons.diagnose` reads the same per-rank results (each rank's `timer`) and lists what cost the run
 # its time, by cause, largest first, with what to change. Its figures and its order vary from run to run
-# (not compared here); the verdict after it checks that its account holds the evaluation where this lesson
-# found it:
+# (not compared here); the verdicts after it check that its account holds the evaluation where this lesson
+# found it, and that it names both causes this lesson measured: the all-reduce of every gradient (unused
+# heads included) exposed after the backward pass, and the evaluation outside the steps:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -202,11 +203,15 @@ found = diagnose(two)
 found
 
 # %%
-claims.diagnosis_sees_evaluation(found.ranks).show();
+claims.diagnosis_sees_evaluation(found.ranks).show()
+claims.diagnosis_names(found.causes, ["exposed_allreduce", "outside_steps"],
+                       "the exposed all-reduce and the work outside the steps").show();
 
 # %% [markdown]
-# Where the table lists "ranks waiting for a slower rank" or "work outside the steps: evaluation", it is
-# this: one rank's evaluation the other waits for. Start-up (from process start to the first step) counts
+# Where the table lists "work outside the steps: evaluation" uneven across ranks, it is this: one rank's
+# evaluation the other waits for. "Ranks waiting for a slower rank", where listed, is another sum: each
+# step's wait for the last rank to finish its backward pass, over every step; the evaluation is not in it,
+# as it happens outside the steps. Start-up (from process start to the first step) counts
 # in each rank's wall time and does not grow with the run, so its share falls as a run gets longer.
 #
 # Where the verdict on the first all-reduce holds, rank 1's extra blocked time is rank 0's evaluation: the loader restart is on

@@ -203,8 +203,8 @@ for name, rnd, rel in claims_gpu.unsteady(pairs, ("fixed-bf16", "fixed-bf16-item
     print(f"not steady: {name:18s} round {rnd}: IQR {rel:.1%} of the median step")
 
 # %% [markdown]
-# A sync per step costs when the host has work to overlap with the GPU (short steps, data prepared in the
-# training process); at this step size the rounds cannot tell. Timing on rank 0 only changes which rank
+# Whether a sync per step costs depends on whether the host has work to overlap with the GPU (short steps,
+# data prepared in the training process); at this step size the rounds cannot tell. Timing on rank 0 only changes which rank
 # prints a time; 03 times the epoch properly (device synchronised, between barriers).
 #
 # ## Distributed evaluation equals single-process evaluation

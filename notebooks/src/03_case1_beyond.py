@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 03 · Case 1, beyond the answer: buckets, precision, evaluation, and why 133 s > 105 s
+# # 03 · Case 1, beyond the answer: buckets, precision, evaluation, and what could make 133 s against 105 s
 #
 # **What you will learn**
 # - what bucket size, mixed precision and a compression hook change in the all-reduce (calls, bytes, exposed time);
@@ -200,15 +200,15 @@ claims.scaling_below([s["step_time"] for s in one[0]["timer"]["steps"][2:]],
 # Where the scaling verdict holds, two gloo workers on this machine fall short of linear scaling even with every fix;
 # by how much varies from run to run with what else the two cores do (the efficiency above is one run).
 # What they share here is counted, not measured: 2 ranks on 2 cores, each with its intra-op thread, gloo's
-# all-reduce threads and the notebook's process on the same cores; 00 measured that gloo's all-reduce
-# runs on the CPU. On GPUs the sharing moves, it does not vanish: NCCL's collectives are kernels on the
+# all-reduce threads and the notebook's process on the same cores (gloo is a CPU library: its all-reduce
+# runs in each rank's own threads). On GPUs the sharing moves, it does not vanish: NCCL's collectives are kernels on the
 # same SMs as the compute and use the same memory bandwidth, so an all-reduce overlapping the backward pass
 # runs concurrently on another stream and slows the compute it overlaps; overlap hides time, it is not free.
 
 # %% [markdown]
 # What remains in the fixed run, read by `ddp_lessons.diagnose` (its figures and order vary from run to run
-# and are not compared), and a check that its account holds the evaluation on both ranks now, as the
-# distributed evaluation above does it:
+# and are not compared), and checks that its account holds the evaluation on both ranks now, as the
+# distributed evaluation above does it, and that it no longer names work outside the steps as a cause:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -217,6 +217,7 @@ remains
 
 # %%
 claims.diagnosis_shares_evaluation(remains.ranks).show()
+claims.diagnosis_omits(remains.causes, "outside_steps", "work outside the steps on the fixed run").show();
 
 # %% [markdown]
 # ## The post's gap: 105 s on one RTX 3090, 133 s on two (modelled)
@@ -347,7 +348,8 @@ claims.core_overbooked(4, 1, runtime.cpu_count(), where.world_size, f"the posted
 # 2. Count samples and steps per rank once; size the LR schedule from steps per rank.
 # 3. Every parameter used: drop unused heads (or `static_graph=True`), then `find_unused_parameters=False`.
 # 4. Evaluate on every rank's shard and all-reduce the counts, or make the others wait on purpose.
-# 5. No per-step host sync: keep the running loss on the device; time with CUDA events or after a sync.
+# 5. No per-step host sync the loop does not need: keep the running loss on the device (02: what it costs on
+#    the recorded GPU was not resolvable); time with CUDA events or after a sync.
 # 6. The core budget: per rank, loader workers + intra-op threads <= cores // ranks on the node (above);
 #    pinned memory; persistent workers.
 # 7. Know your bytes and their order: gradient bytes / link bandwidth vs backward time, and which large

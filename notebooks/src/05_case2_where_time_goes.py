@@ -189,7 +189,7 @@ logged = claims.log_every_step(logs["every"], logs["rare"]).show()
 print(case2.nvml_error())
 
 # %% [markdown]
-# What one call of the block costs depends on the process it runs in. Where nothing holds NVML open, every `nvmlInit` starts NVML and every `nvmlShutdown` stops it again. torch keeps NVML open once it has counted GPUs through it (the launcher's `place` does, in this kernel too), and then init and shutdown only count a reference. So the block is timed in a new Python process (`case2.nvml_cost_fresh`), and, where the run has it, with NVML held open (`nvml_cost(held=True)`):
+# What one call of the block costs depends on the process it runs in. Where nothing holds NVML open, every `nvmlInit` starts NVML and every `nvmlShutdown` stops it again. torch keeps NVML open once it has counted GPUs through it (`torch.cuda._raw_device_count_nvml` calls `nvmlInit` and never `nvmlShutdown`; the launcher's `place` counts that way, in this kernel too), and then init and shutdown only count a reference. So the block is timed in a new Python process (`case2.nvml_cost_fresh`), and, where the run has it, with NVML held open (`nvml_cost(held=True)`):
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -188,9 +188,9 @@ if rec:
 # The two verdicts above say whether the fixes shorten the whole run and whether they shorten the step on one
 # GPU. At world size 1 distributed evaluation and `set_epoch` change nothing (one rank's shard is the whole set);
 # what differs is the per-step `loss.item()` and print, and 15 loader workers (the budget of 16 cores) in place
-# of the main process. Where the step is shorter but the run is not, the difference lies outside the steps:
-# the loader's workers are started again at every epoch (`persistent_workers=False`), and that start is in the
-# epoch's time, not in any step's.
+# of the main process. Where the step is shorter but the run is not, the difference lies outside the steps,
+# and it is not taken apart here; one candidate is that the loader's workers are started again at every epoch
+# (`persistent_workers=False`), a start that is in the epoch's time and in no step's.
 
 # %% [markdown]
 # HTA reads the trace folder and splits each rank's GPU time into computation, communication, memory copies and
@@ -214,8 +214,8 @@ if hta and not isinstance(hta["temporal"], str):
 # (printed above) splits idle time into `host_wait` (the GPU waits for the host to queue work: a host-bound
 # step; the traced run is the broken setup, whose host also makes every batch in PIL and waits for
 # `loss.item()` each step) and `kernel_wait` (gaps
-# between queued kernels). In the trace (Perfetto: the CUDA stream row against the Python thread) the gaps sit
-# where the host prepares the next batch.
+# between queued kernels). In the trace (Perfetto: the CUDA stream row against the Python thread) you can see
+# what the host is doing during each gap.
 
 # %% [markdown]
 # `NCCL_DEBUG=INFO` (set before the process group exists) makes NCCL say which network it bootstraps on, which
@@ -248,7 +248,7 @@ print(topo["text"] or topo["reason"])
 # ## An unused parameter, named
 # A model with a head `forward` never calls, under DDP with `find_unused_parameters=False`, on 2 gloo ranks.
 # At the default debug level the error gives parameter indices; `TORCH_DISTRIBUTED_DEBUG=DETAIL` adds their
-# names (it also checks every collective across ranks, and slows them: not for timing runs).
+# names (it also checks every collective across ranks, extra work in every collective: not for timing runs).
 
 # %%
 errors = launch(unused.unused_parameter_errors, world_size=2, threads=1, backend="gloo")[0]

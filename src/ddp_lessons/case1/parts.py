@@ -51,8 +51,9 @@ def core_budget(cores: int, ranks: int, device_type: str, num_workers="cores",
 
     A rank's share is `cores // ranks` (at least 1), the division `launch`
     and torchrun's path use. Workers plus threads stay within the share, so
-    no core is double-booked (16 workers beside 16 threads on 16 cores made
-    the steps of an H200 run jitter 139-223 ms):
+    no core is double-booked (an H200 run had 16 workers beside 16 threads
+    on 16 cores; its bf16 steps jitter with 2 to 15 workers alike, so that
+    jitter has another cause: data/runs/case1-h200-bf16-jitter.json):
     - CUDA: the math runs on the GPU; the rank's process only queues kernels
       and copies batches, one thread's work. Extra intra-op threads would
       spin after each CPU op, on cores the workers need, so threads = 1 and

@@ -111,8 +111,9 @@ class StepModel:
       step plus DDP's per-step work), with the same per-GPU batch, and adds the
       all-reduce of 4 * params bytes: `latency + bytes * 2(n-1)/n / busbw`, of which
       the share `exposed` is not hidden behind backward;
-    - start-up (process start, rendezvous), validation, logging and data loading are
-      left out: each is paid by the n GPUs at least as much as by one.
+    - left out: start-up (process start, rendezvous), paid by the n GPUs only, and
+      validation, logging and data loading, paid per step or per sample, of which
+      each of n GPUs pays 1/n: the model is no bound in either direction.
     """
     one: float
     ddp: float
