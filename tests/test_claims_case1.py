@@ -103,6 +103,9 @@ def test_scaling_below_every_outcome():
     assert claims.scaling_below(one, [[20] * 5, [20] * 5], 8, 8, limit=0.8).holds     # 50%
     assert claims.scaling_below(one, [[10] * 5, [10] * 5], 8, 8, limit=0.8).fails     # 100%
     assert claims.scaling_below(one, [[9, 10, 12, 14, 15]] * 2, 8, 8, limit=0.8).status == U
+    # the limit notebook 03 uses: perfect scaling (1.0); superlinear steps make it fail
+    assert claims.scaling_below(one, [[12] * 5, [12] * 5], 8, 8, limit=1.0).holds      # 83%
+    assert claims.scaling_below(one, [[8] * 5, [8] * 5], 8, 8, limit=1.0).fails        # 125%
 
 
 def test_padded_sampler_really_counts_differently():
