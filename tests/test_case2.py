@@ -44,6 +44,12 @@ def test_three_workers_lightning_reuses_the_launchers_processes():
     assert all(s["allreduce_bytes"] == 134_657 * 4 for s in synced)
 
 
+def test_fit_worker_untimed_runs_lightnings_own_ddp_strategy():
+    out = launch(case2.fit_worker, (case2.Options(nvml="off", **SHORT),), dict(timed=False), world_size=2, timeout=240)
+    assert [r["rank"] for r in out] == [0, 1] and all(r["optimizer_steps"] == 2 for r in out)
+    assert all(r["external"] and r["same_group"] for r in out)
+
+
 def test_fit_one_stays_in_this_process_only_where_no_gpu_is_visible():
     from ddp_lessons.launcher.placement import Placement
     opts = case2.Options(nvml="off", **SHORT)

@@ -209,6 +209,11 @@ def fit_worker(opts: Options, accelerator: str | None = None, timed: bool = True
     return out
 
 
+def _plain_strategy():
+    from pytorch_lightning.strategies import DDPStrategy
+    return DDPStrategy()
+
+
 def _child_processes():
     """Processes this rank started and still has, each as 'name: command line'
     (shortened); None without psutil. A Lightning launcher would show here as
