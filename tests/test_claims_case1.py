@@ -251,11 +251,3 @@ def test_stays_unsteady_each_way():
     mixed = rec(0.4)
     mixed["results"]["runs"][1]["step_times"] = [0.1] * 23
     assert claims_gpu.stays_unsteady(mixed, ["x"], "c").status == U
-
-
-def test_diagnosis_names_and_omits_each_way():
-    both = ["startup", "exposed_allreduce", "outside_steps"]
-    assert claims.diagnosis_names(both, ["exposed_allreduce", "outside_steps"], "c").holds
-    assert claims.diagnosis_names(both[:2], ["exposed_allreduce", "outside_steps"], "c").fails
-    assert claims.diagnosis_omits(both[:2], "outside_steps", "c").holds
-    assert claims.diagnosis_omits(both, "outside_steps", "c").fails

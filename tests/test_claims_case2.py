@@ -163,12 +163,6 @@ def test_claims_read_the_stored_gpu_record():
             assert len(C.per_round(rec, name, key)) == rec["config"]["rounds"]
 
 
-def test_diagnosis_first_both_ways():
-    from ddp_lessons.case2 import claims as C2
-    assert C2.diagnosis_first(["startup", "exposed_allreduce"], "startup", "start-up").holds
-    assert C2.diagnosis_first(["exposed_allreduce", "startup"], "startup", "start-up").fails
-    assert C2.diagnosis_first([], "startup", "start-up").fails
-
 
 def test_nvml_held_vs_fresh_each_way():
     fresh = [15e-3, 16e-3, 15.5e-3, 14.8e-3, 15.2e-3]

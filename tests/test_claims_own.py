@@ -86,11 +86,6 @@ def test_costs_rank_duplicated_evaluation_only_when_duplicated():
     assert results.ranked(results.costs([rank], True))[0][0] == "duplicated evaluation"
 
 
-def test_ranked_first():
-    assert claims.ranked_first(["outside_steps", "startup"], "outside_steps", "evaluation").holds
-    assert claims.ranked_first(["startup", "outside_steps"], "outside_steps", "evaluation").fails
-    assert claims.ranked_first([], "outside_steps", "evaluation").fails
-
 
 def test_accounted_each_way():
     def acc(steps, outside, wall):

@@ -29,6 +29,7 @@ import ipywidgets as widgets
 from ddp_lessons import diagnose, launch, place, plots, records
 from ddp_lessons import case1
 from ddp_lessons.case1 import per_rank, claims
+from ddp_lessons.diagnosis import claims as diagnosis_claims
 from ddp_lessons.case1.exercises import check
 from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS, count_parameters
 from ddp_lessons.common import gradient_bytes
@@ -204,7 +205,7 @@ found
 
 # %%
 claims.diagnosis_sees_evaluation(found.ranks).show()
-claims.diagnosis_names(found.causes, ["exposed_allreduce", "outside_steps"],
+diagnosis_claims.names(found.causes, ["exposed_allreduce", "outside_steps"],
                        "the exposed all-reduce and the work outside the steps").show();
 
 # %% [markdown]

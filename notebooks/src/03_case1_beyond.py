@@ -23,6 +23,7 @@ import torch
 from ddp_lessons import diagnose, launch, place, allreduce, plots, records, runtime
 from ddp_lessons import case1
 from ddp_lessons.case1 import per_rank, by_run, buckets, claims, claims_gpu, gap
+from ddp_lessons.diagnosis import claims as diagnosis_claims
 from ddp_lessons.case1.data import VQAFeatureDataset
 from ddp_lessons.case1.model import drop_unused_heads
 from ddp_lessons.case1.parts import core_budget, to_device
@@ -217,7 +218,7 @@ remains
 
 # %%
 claims.diagnosis_shares_evaluation(remains.ranks).show()
-claims.diagnosis_omits(remains.causes, "outside_steps", "work outside the steps on the fixed run").show();
+diagnosis_claims.omits(remains.causes, "outside_steps", "work outside the steps on the fixed run").show();
 
 # %% [markdown]
 # ## The post's gap: 105 s on one RTX 3090, 133 s on two (modelled)

@@ -16,6 +16,7 @@ import torch
 
 from ddp_lessons import diagnose, allreduce, case2, launch, place, plots, records
 from ddp_lessons.case2 import claims, hookread, rounds
+from ddp_lessons.diagnosis import claims as diagnosis_claims
 from ddp_lessons.case2.exercises import check
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets
@@ -88,7 +89,7 @@ found = diagnose(ranks)
 found
 
 # %%
-claims.diagnosis_first(found.causes, "startup", "start-up")
+diagnosis_claims.ranks_first(found.causes, "startup", "start-up")
 
 # %% [markdown]
 # The two verdicts above say, for this run's epochs and for the post's 200, whether start-up costs several (more than three) times all the all-reduces. A conclusion about start-up against communication is a statement about an epoch count: read it off the crossover, not off one short run.
@@ -105,7 +106,7 @@ remains = diagnose(fixed_ranks)
 remains
 
 # %%
-claims.diagnosis_first(remains.causes, "startup", "start-up (fixed test)")
+diagnosis_claims.ranks_first(remains.causes, "startup", "start-up (fixed test)")
 
 # %% [markdown]
 # Where that verdict holds, the fixes leave the run's largest cost where it was: a short run on three

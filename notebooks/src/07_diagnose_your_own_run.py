@@ -21,6 +21,7 @@ import tempfile
 
 from ddp_lessons import compare, diagnose, launch, place, records
 from ddp_lessons.own import accumulate, claims, cores, gpu, results, trace, train, unused
+from ddp_lessons.diagnosis import claims as diagnosis_claims
 from ddp_lessons.own.exercises import check
 from ddp_lessons.own.model import SmallResNet, parameter_count
 from ddp_lessons.own.options import Options
@@ -119,7 +120,7 @@ found = diagnose([rank["runs"]["broken x2"][1] for rank in raw])
 found
 
 # %%
-claims.ranked_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show()
+diagnosis_claims.ranks_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show()
 claims.accounted([rank["runs"][name][i]["timer"]["account"] for name in setups
                   for rank in raw for i in range(len(rank["runs"][name]))]).show();
 

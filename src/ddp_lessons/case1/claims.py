@@ -210,20 +210,3 @@ def diagnosis_shares_evaluation(ranks: list, factor: float = 3.0) -> V.Verdict:
     return V.exact("diagnose's account holds the evaluation on every rank, in similar amounts", ratio,
                    side="<", limit=factor, what="largest / smallest rank's evaluation",
                    numbers={"evaluation s per rank": ", ".join(f"{e:.3g}" for e in ev)})
-
-
-def diagnosis_names(causes: list, expected: list, label: str) -> V.Verdict:
-    """`diagnose` names every cause in `expected` among its findings
-    (`Diagnosis.causes`, ranked by the seconds the diagnosis measured)."""
-    missing = [c for c in expected if c not in causes]
-    return V.exact(f"diagnose names {label}", len(expected) - len(missing), expected=len(expected),
-                   what="the lesson's causes it names",
-                   numbers={"findings, most costly first": ", ".join(causes) or "none",
-                            "missing": ", ".join(missing) or "none"})
-
-
-def diagnosis_omits(causes: list, cause: str, label: str) -> V.Verdict:
-    """`diagnose` no longer names `cause` among its findings (a fixed run: what remains)."""
-    return V.exact(f"diagnose no longer names {label}", int(cause in causes), expected=0,
-                   what=f"'{cause}' among the findings",
-                   numbers={"findings, most costly first": ", ".join(causes) or "none"})

@@ -228,10 +228,3 @@ def posted_vs_fixed(rec: dict, key: str = "wall") -> V.Verdict:
     return V.paired(f"the fixed test takes less time than the posted one ({KEYS[key]})",
                     per_round(rec, "posted", key), per_round(rec, "fixed", key),
                     faster="b", names=("posted", "fixed"))
-
-
-def diagnosis_first(causes: list, cause: str, label: str) -> V.Verdict:
-    """`diagnose` ranks `cause` first among the findings (`Diagnosis.causes`,
-    most costly first): the tool's order against the lesson's measured one."""
-    return V.exact(f"diagnose ranks {label} first", causes[0] if causes else "no finding", expected=cause,
-                   what="first finding", numbers={"findings, most costly first": ", ".join(causes) or "none"})

@@ -65,12 +65,9 @@ def nvml_cost_fresh(repeats: int = 50) -> dict:
     """`nvml_cost` in a new Python process, which has not touched NVML (nor
     imported torch): the block where nothing holds NVML open. Needed because
     this process may hold it already (see the module's docstring)."""
-    # this file loaded on its own: neither ddp_lessons nor torch is imported there
-    code = ("import importlib.util, json; "
-            f"spec = importlib.util.spec_from_file_location('nvml_block', {__file__!r}); "
-            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
-            f"print(json.dumps(m.nvml_cost({int(repeats)})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # this file run as a script: neither ddp_lessons nor torch is imported there
+    out = subprocess.run([sys.executable, __file__, str(int(repeats))], capture_output=True, text=True,
+                         timeout=300, check=False)
     if out.returncode != 0:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the NVML measurement in a new process failed: {tail}")
@@ -84,3 +81,7 @@ def nvml_costs(repeats: int = 50) -> dict:
     if fresh["error"] is not None:
         return fresh
     return dict(fresh, process="new", held=nvml_cost(repeats, held=True))
+
+
+if __name__ == "__main__":  # nvml_cost_fresh's new process
+    print(json.dumps(nvml_cost(int(sys.argv[1]))))

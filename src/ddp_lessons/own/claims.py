@@ -105,12 +105,6 @@ def mostly_idle(idle_pct: float, limit: float = 50.0) -> v.Verdict:
                    what="idle time %")
 
 
-def ranked_first(causes: list[str], cause: str, label: str) -> v.Verdict:
-    """`diagnose` ranks `cause` first (its findings, most costly first)."""
-    return v.exact(f"diagnose ranks {label} first", causes[0] if causes else "nothing", expected=cause,
-                   what="first cause", numbers={"causes": ", ".join(causes) or "none"})
-
-
 def accounted(accounts: list[dict], limit: float = 0.95) -> v.Verdict:
     """The timer's named parts (steps and work outside them) cover more than
     `limit` of each rank's wall time, in every account given (one per rank and
