@@ -51,19 +51,21 @@ def _ours(before):
     workers, their DataLoader workers, `python -m ddp_lessons`, torchrun.
     Not a child of something that was already running (a module-scoped
     JupyterLab or Chromium of the browser test, and whatever they start), and
-    not multiprocessing's resource tracker (one per interpreter, shared by
-    every launch, gone with the interpreter)."""
+    not multiprocessing's resource tracker or fork server (one per
+    interpreter, shared by every launch, gone with the interpreter); a
+    worker forked by the fork server counts as started by the test."""
     me = os.getpid()
     kids = [p for p in _descendants() if _ident(p) not in before]
     new = {p.pid for p in kids}
+    servers = {p.pid for p in _descendants() if _is_server(p)}
     left = []
     for p in kids:
         try:
-            if p.status() == psutil.STATUS_ZOMBIE or "resource_tracker" in " ".join(p.cmdline()):
+            if p.status() == psutil.STATUS_ZOMBIE or p.pid in servers:
                 continue
             chain, parent = True, p.ppid()
             while parent != me:
-                if parent not in new:
+                if parent not in new and parent not in servers:
                     chain = False
                     break
                 parent = psutil.Process(parent).ppid()
@@ -72,6 +74,14 @@ def _ours(before):
         if chain:
             left.append(p)
     return left
+
+
+def _is_server(p) -> bool:
+    try:
+        cmd = " ".join(p.cmdline())
+    except psutil.Error:
+        return False
+    return "resource_tracker" in cmd or "multiprocessing.forkserver" in cmd
 
 
 def _run_dirs(root):

@@ -4,6 +4,7 @@ import json
 import math
 import os
 
+import psutil
 import pytest
 import torch
 
@@ -36,7 +37,8 @@ def test_three_workers_lightning_reuses_the_launchers_processes():
     assert [r["rank"] for r in out] == [0, 1, 2]
     assert all(r["external"] and r["same_group"] and r["children"] == [] for r in out)
     assert len({r["pid"] for r in out}) == 3 and len({r["ppid"] for r in out}) == 1
-    assert out[0]["ppid"] == os.getpid()
+    # The launcher's processes: children of this process, or of its fork server.
+    assert out[0]["ppid"] in {os.getpid(), *(p.pid for p in psutil.Process().children())}
     # accumulate_grad_batches=3: DDP all-reduces on every 3rd micro-step only (no_sync)
     calls = [s["allreduce_calls"] for s in out[0]["times"]["steps"]]
     assert calls == [0, 0, 1, 0, 0, 1]

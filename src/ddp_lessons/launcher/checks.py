@@ -1,5 +1,5 @@
 """Checks `launch` makes before it starts any process: world size, backend and
-GPUs, a worker spawned children can import, CUDA state before a fork.
+GPUs, a worker the children can import, CUDA state before a fork.
 
 Each refusal is a one-line error that says what to do.
 Defined in notebook 00_first_launch.
@@ -14,6 +14,18 @@ import sys
 from .errors import CudaForkError, LaunchConfigError, NotebookWorkerError
 
 START_METHODS = ("spawn", "fork", "forkserver")
+
+
+def default_start_method() -> str:
+    """"forkserver" where the platform has it (Linux, macOS), else "spawn".
+
+    A fork server is a clean process started once (it has run no compute and
+    touched no CUDA) that forks each worker: spawn's safety (the kernel's
+    state is not copied; a worker must be importable) at close to fork's
+    speed. It lives as long as the launching process.
+    """
+    import multiprocessing as mp
+    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
 
 def visible_gpus(start_method: str = "spawn") -> int:
@@ -38,7 +50,8 @@ def resolve_backend(backend, world_size, gpus):
     if backend is None:
         return "nccl" if 0 < world_size <= gpus else "gloo"
     if backend not in ("gloo", "nccl"):
-        raise LaunchConfigError(f"backend={backend!r} is not supported: use 'gloo' (CPUs) or 'nccl' (GPUs), or None to choose")
+        raise LaunchConfigError(f"backend={backend!r} is not supported: use 'gloo' (CPUs) or 'nccl' (GPUs), "
+                                "or None to choose")
     if backend == "nccl":
         if gpus == 0:
             raise LaunchConfigError("backend='nccl' needs GPUs and none is visible: use backend='gloo' "
@@ -69,18 +82,20 @@ def check_spawnable(fn, args, start_method):
         return
     if "<lambda>" in name or "<locals>" in name:
         raise NotebookWorkerError(
-            f"worker {name!r} is a lambda or nested function, which spawned workers cannot import: "
+            f"worker {name!r} is a lambda or nested function, which the workers cannot import "
+            "(under forkserver or spawn they import it by name): "
             "define it at the top level of a .py module and import it")
     if _defined_in_notebook(fn):
         raise NotebookWorkerError(
-            f"worker {name!r} is defined in the notebook, which spawned workers cannot import: "
+            f"worker {name!r} is defined in the notebook, which the workers cannot import "
+            "(under forkserver or spawn they import it by name): "
             "move it into a .py module and import it (e.g. with %%writefile my_workers.py), "
             "or pass start_method='fork' (only while CUDA is not initialised in this kernel)")
     try:
         pickle.dumps((fn, args))
     except Exception as exc:  # noqa: BLE001
         raise NotebookWorkerError(
-            f"cannot send worker {name!r} or its args to spawned workers ({exc}): "
+            f"cannot send worker {name!r} or its args to the workers ({exc}): "
             "pass module-level functions and plain data") from None
 
 
@@ -110,17 +125,20 @@ def check_fork(start_method):
         raise CudaForkError(
             "CUDA is already initialised in this process (even torch.cuda.is_available() does it), "
             "so forked workers cannot use it "
-            "('Cannot re-initialize CUDA in forked subprocess'): use start_method='spawn' with "
-            "the worker in a module, or restart the kernel and launch before anything touches CUDA")
+            "('Cannot re-initialize CUDA in forked subprocess'): use start_method='forkserver' "
+            "(the default) or 'spawn' with the worker in a module, or restart the kernel and launch before anything touches CUDA")
 
 
 def check_start_method(start_method):
     if start_method not in START_METHODS:
-        raise LaunchConfigError(f"start_method={start_method!r}: use 'spawn' (default), 'fork' or 'forkserver'")
+        raise LaunchConfigError(f"start_method={start_method!r}: use 'forkserver' (the default where the "
+                                "platform has it), 'spawn' or 'fork'")
 
 
-def check_timeout(timeout):
-    if timeout is None:
+def check_timeout(timeout, name="timeout"):
+    if timeout is None and name == "timeout":
         return
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise LaunchConfigError(f"timeout={timeout!r}: use seconds > 0 for the whole run, or None for no deadline")
+        if name == "timeout":
+            raise LaunchConfigError(f"timeout={timeout!r}: use seconds > 0 for the run, or None for no deadline")
+        raise LaunchConfigError(f"{name}={timeout!r}: use seconds > 0")

@@ -26,6 +26,7 @@ RESULT = "rank{}.result"
 ERROR = "rank{}.error"
 LOG = "rank{}.log"
 STORE = "store"
+LAUNCHER_PID = "DDP_LESSONS_LAUNCHER_PID"  # set while `launch` starts its workers (and the fork server)
 
 _conn = None            # this worker's pipe to the parent; None under torchrun
 _last_progress = 0.0
@@ -46,6 +47,12 @@ class WorkerSpec:
     start_method: str
     release: Any          # multiprocessing Event: set by the parent once every rank is done
     conns: list           # one pipe end per rank
+    # forkserver only: the launching process's environment now. A child forked
+    # from the fork server gets sys.path, the working directory and the main
+    # module as a spawned one does, but the server's environment, which is
+    # that of the moment the server started.
+    environ: dict | None = None
+    parent_pid: int | None = None   # the launching process
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -81,12 +88,35 @@ def _send(msg) -> None:
 
 
 def _die_with_parent() -> None:
-    # If the notebook kernel dies, the kernel sends SIGKILL to us (Linux only).
+    # When the process that started us dies (the launching kernel, or the fork
+    # server, which exits with it), the kernel sends us SIGKILL (Linux only).
     if sys.platform.startswith("linux"):
+        parent = os.getppid()
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
         except OSError:
-            pass
+            return
+        if os.getppid() != parent:  # it died before the request took effect
+            os._exit(1)
+
+
+def _started_by_launch() -> bool:
+    # multiprocessing names the process before it unpickles the worker (and
+    # so before it imports the worker's module, which may take long): arming
+    # the death signal here covers a parent that dies while a worker starts.
+    import multiprocessing
+    return multiprocessing.current_process().name.startswith("ddp_lessons-rank")
+
+
+def _alive(pid: int) -> bool:
+    """Is process `pid` running? A zombie (exited, not yet reaped by its own parent) is not."""
+    import psutil
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True  # cannot tell: keep running
 
 
 def loopback_name() -> str | None:
@@ -147,11 +177,24 @@ def _error_record(exc: BaseException) -> dict:
             "traceback": "".join(traceback.format_exception(exc))}
 
 
+def _fail(spec: WorkerSpec, rank: int, exc: BaseException) -> None:
+    write_atomic(os.path.join(spec.run_dir, ERROR.format(rank)), pickle.dumps(_error_record(exc)))
+    _send(("error",))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)  # skip interpreter teardown: gloo threads may still be blocked
+
+
 def child_main(rank: int, spec: WorkerSpec) -> None:
     """Entry point of every launched worker process."""
     global _conn
     _die_with_parent()
+    if spec.parent_pid is not None and not _alive(spec.parent_pid):
+        os._exit(1)  # the launching process died while this one was starting: nothing to run for
     _conn = spec.conns[rank]
+    if spec.environ is not None:
+        os.environ.clear()
+        os.environ.update(spec.environ)
     _send(("started",))  # past unpickling: a rank that dies before this never ran the worker
     _set_env(spec, rank)
     if spec.capture_output:
@@ -167,15 +210,29 @@ def child_main(rank: int, spec: WorkerSpec) -> None:
         write_atomic(os.path.join(spec.run_dir, RESULT.format(rank)),
                      pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     except BaseException as exc:  # noqa: BLE001 - the parent reports it
-        write_atomic(os.path.join(spec.run_dir, ERROR.format(rank)),
-                     pickle.dumps(_error_record(exc)))
-        _send(("error",))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)  # skip interpreter teardown: gloo threads may still be blocked
+        _fail(spec, rank, exc)
     _send(("done",))
     # Wait until every rank is done: leaving now would close this rank's
     # connections under a peer still inside a collective.
     spec.release.wait()
     import torch.distributed as dist
     dist.destroy_process_group()
+
+
+def _watch_launcher(pid: int) -> None:
+    # A worker forked by the fork server is the server's child, and the server
+    # outlives the launching process while any of its children live (each child
+    # holds its "alive" pipe open): the death signal above never comes. So every
+    # worker also watches the launching process itself.
+    while True:
+        time.sleep(0.5)
+        if not _alive(pid):
+            os._exit(1)
+
+
+if _started_by_launch():
+    _die_with_parent()
+    if os.environ.get(LAUNCHER_PID, "").isdigit():
+        import threading
+        threading.Thread(target=_watch_launcher, args=(int(os.environ[LAUNCHER_PID]),), daemon=True,
+                         name="ddp_lessons-watch-launcher").start()

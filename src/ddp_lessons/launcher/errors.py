@@ -20,7 +20,8 @@ class LaunchConfigError(LaunchError, ValueError):
 
 
 class NotebookWorkerError(LaunchError):
-    """The worker cannot reach spawned children (defined in a cell, nested, a lambda)."""
+    """The worker function cannot reach processes started by forkserver or spawn
+    (defined in a cell, nested, a lambda)."""
 
 
 class CudaForkError(LaunchError):

@@ -5,7 +5,7 @@ under both (see `ddp_lessons.runtime.run`). Defined in notebook 00_first_launch.
 
 What it guarantees, each checked by tests/test_launch.py:
 - refuses bad input before any process starts (world size, GPUs, a worker
-  defined in a notebook cell under spawn, CUDA initialised before fork);
+  defined in a notebook cell (under forkserver or spawn), CUDA initialised before fork);
 - rendezvous through a FileStore in a private temporary directory: no socket
   is opened for it, and gloo is kept on the loopback interface;
 - a failing run raises within seconds, naming the rank that failed first;
@@ -18,27 +18,23 @@ import os
 import pickle
 import shutil
 import socket
-import tempfile
 import time
 from multiprocessing.connection import wait as wait_any
 
 from ..runtime import cpu_count, threads_per_rank
 from . import child as _worker
-from .checks import check_fork, check_spawnable, check_start_method, check_timeout, check_world_size
-from .errors import WorkerFailed, WorkerTimeout
+from . import cleanup, reports
+from .checks import (check_fork, check_spawnable, check_start_method, check_timeout, check_world_size,
+                     default_start_method)
 from .placement import place
 from .progress import make_progress
 from .results import Results
 
 GRACE_S = 1.0        # after a first failure, how long peers get to report theirs
+STARTUP_S = 120.0    # default allowance for every rank to start (3-22 s seen on a loaded 2-core machine)
 TERMINATE_S = 2.0    # SIGTERM, then SIGKILL after this long
 LOG_KEEP = 1 << 20    # bytes of each rank's output kept after a successful run (its end)
 DEFAULT_COLLECTIVE_S = 1800.0  # torch's default collective timeout on gloo
-# Messages of a rank that failed only because a peer went away first.
-_COLLATERAL = ("connection closed by peer", "connection reset by peer",
-               "broken pipe", "socket closed", "recv", "communicator was aborted")
-
-
 def _reserve_port() -> socket.socket:
     # Bound but never listening: the number stays ours for the run (no other
     # bind(0) gets it), and nothing accepts connections on it. Workers see it
@@ -48,10 +44,17 @@ def _reserve_port() -> socket.socket:
     return sock
 
 
+# What the fork server imports once, so that each worker forked from it starts
+# in a fraction of a second instead of importing torch again (about 3 s of CPU
+# per rank on a laptop-class core). Nothing of ddp_lessons: a worker forked from
+# it imports the helper as it is now, so an edit reaches the next launch.
+FORKSERVER_PRELOAD = ("torch", "torch.distributed")
+
+
 def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = None,
-           timeout: float | None = 300.0, start_method: str = "spawn",
+           timeout: float | None = 300.0, start_method: str | None = None,
            threads: int | None = None, capture_output: bool = True,
-           progress="auto"):
+           progress="auto", startup_timeout: float = STARTUP_S):
     """Run `fn(*args, **kwargs)` on `world_size` processes with torch.distributed initialised.
 
     Returns the list of every rank's return value, in rank order (a `Results`,
@@ -59,9 +62,15 @@ def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = 
     last LOG_KEEP bytes of each, or {} with `capture_output=False`).
     `backend`: None picks NCCL (one GPU per rank) when at least `world_size`
     GPUs are visible, else gloo on the CPU: the rule of `place(world_size)`.
-    `timeout`: seconds for the whole run; past it the run is stopped and
-    `WorkerTimeout` names the ranks that did not finish (None: no deadline;
-    a collective then still gives up after torch's default of 30 minutes).
+    `timeout`: seconds for the run once every rank has started; past it the
+    run is stopped and `WorkerTimeout` names the ranks that did not finish
+    (None: no deadline; a collective then still gives up after torch's
+    default of 30 minutes). `startup_timeout`: seconds for every rank to
+    start, counted apart (a loaded machine starts processes slowly); past
+    it `WorkerTimeout` names the ranks that never started.
+    `start_method`: None picks "forkserver" where the platform has it, else
+    "spawn" (`checks.default_start_method`); "fork" runs a worker defined in a
+    notebook cell, but only while CUDA is untouched in this process.
     `threads`: torch threads per worker (default: the cores divided among workers).
     `capture_output`: workers' prints go to a log (quoted on failure), not the cell.
     `progress`: "auto" shows per-rank steps in a notebook when a run lasts over
@@ -70,44 +79,67 @@ def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = 
     """
     check_world_size(world_size)
     check_timeout(timeout)
+    check_timeout(startup_timeout, "startup_timeout")
+    start_method = start_method or default_start_method()
     check_start_method(start_method)
     check_fork(start_method)
     backend = place(world_size, backend, start_method).backend
     kwargs = dict(kwargs or {})
     check_spawnable(fn, (args, kwargs), start_method)
     threads = threads or threads_per_rank(cpu_count(), world_size)
-    run = _Run(fn, args, kwargs, world_size, backend, timeout, start_method, threads,
-               capture_output, make_progress(progress, world_size))
-    try:
-        run.start()
-        return run.wait()
-    finally:
-        run.close()
+    cleanup.sweep()  # what a launching process killed by SIGKILL left
+    with cleanup.terminate_raises():
+        run = _Run(fn, args, kwargs, world_size, backend, timeout, start_method, threads,
+                   capture_output, make_progress(progress, world_size), startup_timeout)
+        try:
+            run.start()
+            return run.wait()
+        finally:
+            run.close()
 
 
 class _Run:
     """One launch: the processes, their pipes, the private directory, the port."""
 
     def __init__(self, fn, args, kwargs, world_size, backend, timeout, start_method,
-                 threads, capture_output, progress):
+                 threads, capture_output, progress, startup_timeout=STARTUP_S):
         import torch.multiprocessing as tmp
         self.ctx = tmp.get_context(start_method)
         self.world_size, self.progress = world_size, progress
         self.timeout = float("inf") if timeout is None else float(timeout)
-        self.run_dir = tempfile.mkdtemp(prefix="ddp_lessons-")
+        self.startup_timeout = float(startup_timeout)
+        self.run_dir = cleanup.run_directory()
         self.port_sock = _reserve_port()
         pipes = [self.ctx.Pipe(duplex=False) for _ in range(world_size)]
         self.readers = [r for r, _ in pipes]
+        environ = None
+        if start_method == "forkserver":
+            self.ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))  # read when the server starts
+            environ = dict(os.environ)
         self.spec = _worker.WorkerSpec(
+            environ=environ,
             fn=fn, args=tuple(args), kwargs=kwargs, world_size=world_size, backend=backend,
             run_dir=self.run_dir, master_port=self.port_sock.getsockname()[1],
             threads=threads, collective_timeout_s=_collective_timeout(self.timeout),
             capture_output=capture_output, start_method=start_method, release=self.ctx.Event(),
-            conns=[w for _, w in pipes])
+            conns=[w for _, w in pipes], parent_pid=os.getpid())
         self.procs = []
         self.started, self.done, self.failed = set(), set(), {}   # failed: rank -> observed time
 
     def start(self):
+        # Seen by spawned workers and by the fork server (whose environment its
+        # children get), so every worker can tell when this process is gone.
+        before = os.environ.get(_worker.LAUNCHER_PID)
+        os.environ[_worker.LAUNCHER_PID] = str(os.getpid())
+        try:
+            self._start_all()
+        finally:
+            if before is None:
+                os.environ.pop(_worker.LAUNCHER_PID, None)
+            else:
+                os.environ[_worker.LAUNCHER_PID] = before
+
+    def _start_all(self):
         for rank in range(self.world_size):
             # Not daemonic: a daemon may not start children, and a worker's
             # DataLoader needs to. `close` and PR_SET_PDEATHSIG end them instead.
@@ -121,10 +153,13 @@ class _Run:
 
     # -- the wait loop -------------------------------------------------------
     def wait(self):
-        deadline = self.start_time + self.timeout
+        deadline = self.start_time + self.startup_timeout  # until every rank has started
+        all_started = False
         while len(self.done) < self.world_size and not self.failed:
+            if not all_started and len(self.started) == self.world_size:
+                all_started, deadline = True, time.monotonic() + self.timeout
             if time.monotonic() > deadline:
-                self._raise_timeout()
+                self._raise_timeout(all_started)
             self._poll(min(0.1, max(0.0, deadline - time.monotonic())))
         if self.failed:
             self._collect_failures()
@@ -188,7 +223,7 @@ class _Run:
             # Spawned children import the launching script as __main__; one
             # without the guard starts a launch of its own there, and dies.
             how = (f"exited with code {code} before the worker started: if you launch from a script, "
-                   "put the launch under `if __name__ == \"__main__\":` (spawned workers re-import "
+                   "put the launch under `if __name__ == \"__main__\":` (workers re-import "
                    "the script); the worker's own output is above, on this process's stderr")
         else:
             how = f"exited with code {code} without raising"
@@ -196,34 +231,11 @@ class _Run:
                 "traceback": self._log_tail(rank)}
 
     def _raise_failure(self):
-        reports = {r: self._failure(r) for r in self.failed}
+        raise reports.failure({r: self._failure(r) for r in self.failed}, self.started)
 
-        def collateral(rep):
-            return rep["type"] is not None and any(s in rep["message"].lower() for s in _COLLATERAL)
-        roots = [r for r in reports if not collateral(reports[r])] or list(reports)
-        root = min(roots, key=lambda r: reports[r]["time"])
-        rep = reports[root]
-        lost = tuple(sorted(r for r in reports if r != root and collateral(reports[r])))
-        own = tuple(sorted(r for r in reports if r != root and not collateral(reports[r])))
-        what = f"raised {rep['type']}: {_first_line(rep['message'])}" if rep["type"] else rep["message"]
-        after = "".join([
-            f"; rank(s) {_ranks(lost)} failed after it (their collectives lost a partner)" if lost else "",
-            f"; rank(s) {_ranks(own)} also failed, each on its own (see `.reports`)" if own else ""])
-        tb = rep["traceback"]
-        fix = ". Fix the error in the worker" if root in self.started else ""
-        msg = f"rank {root} {what}{after}{fix}" + ("; its traceback follows." if tb else ".")
-        raise WorkerFailed(msg + ("\n" + tb if tb else ""), rank=root, worker_traceback=tb,
-                           collateral=lost + own, reports=reports)
-
-    def _raise_timeout(self):
-        unfinished = tuple(r for r in range(self.world_size) if r not in self.done)
-        finished = tuple(sorted(self.done))
-        raise WorkerTimeout(
-            f"rank(s) {', '.join(map(str, unfinished))} did not finish within {self.timeout:g} s"
-            + (f" (rank(s) {', '.join(map(str, finished))} did)" if finished else "")
-            + ": a collective is waiting for a rank that never called it, or the work is slow; "
-            "make every rank call the same collectives in the same order, or raise timeout=",
-            unfinished=unfinished, finished=finished)
+    def _raise_timeout(self, all_started=True):
+        raise reports.timeout(self.world_size, self.started, self.done, all_started,
+                              self.timeout, self.startup_timeout)
 
     def _log_tail(self, rank, lines=20):
         """The last `lines` lines of the rank's output (None: all of it, up to LOG_KEEP bytes)."""
@@ -268,12 +280,3 @@ def _collective_timeout(run_timeout: float) -> float:
     # A little past the run's deadline, so the launcher reports the hang, not
     # a worker; torch's own default (30 min) when the run has none.
     return run_timeout + 30.0 if run_timeout < DEFAULT_COLLECTIVE_S else DEFAULT_COLLECTIVE_S
-
-
-def _ranks(ranks):
-    return ", ".join(map(str, ranks))
-
-
-def _first_line(text):
-    lines = [s for s in str(text).strip().splitlines() if s.strip()]
-    return lines[0] if lines else ""

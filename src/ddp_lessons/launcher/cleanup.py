@@ -1,0 +1,86 @@
+"""What a launch leaves behind when its own process is stopped: nothing, or nothing for long.
+
+- `run_directory()`: the run's private temporary directory, with a file naming
+  the launching process (pid and start time);
+- `sweep()`: removes the run directories of launching processes that no longer
+  exist (one killed by SIGKILL cannot clean up): every launch calls it first;
+- `terminate_raises()`: while a launch runs in the main thread, SIGTERM raises
+  `SystemExit` instead of ending the process at once, so the launch's own
+  `finally` stops the workers and removes the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import threading
+
+PREFIX = "ddp_lessons-"
+OWNER = "owner"
+
+
+def _me() -> str:
+    return f"{os.getpid()} {_start_time(os.getpid())}"
+
+
+def _start_time(pid: int) -> str:
+    try:
+        import psutil
+        return repr(psutil.Process(pid).create_time())
+    except Exception:  # noqa: BLE001 - gone, or no psutil: no start time to compare
+        return "?"
+
+
+def run_directory() -> str:
+    path = tempfile.mkdtemp(prefix=PREFIX)
+    with open(os.path.join(path, OWNER), "w") as f:
+        f.write(_me())
+    return path
+
+
+def _orphaned(path: str) -> bool:
+    try:
+        with open(os.path.join(path, OWNER)) as f:
+            pid, started = f.read().split()
+    except (OSError, ValueError):
+        return False  # being made now, or not ours to judge
+    return _start_time(int(pid)) != started  # exited, or the pid now names another process
+
+
+def sweep(root: str | None = None) -> list[str]:
+    """Remove run directories under `root` (the temporary directory) whose
+    launching process is gone; return their paths."""
+    root = root or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = [e for e in os.scandir(root) if e.name.startswith(PREFIX) and e.is_dir()]
+    except OSError:
+        return removed
+    for e in entries:
+        if _orphaned(e.path):
+            shutil.rmtree(e.path, ignore_errors=True)
+            removed.append(e.path)
+    return removed
+
+
+@contextlib.contextmanager
+def terminate_raises():
+    """SIGTERM raises SystemExit(143) in the main thread while the block runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):
+        raise SystemExit(128 + signum)
+    try:
+        old = signal.signal(signal.SIGTERM, _raise)
+    except (ValueError, OSError):  # not settable here (an embedded interpreter)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
