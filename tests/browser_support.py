@@ -382,6 +382,18 @@ class NotebookPage:
         self.page.evaluate(BUSY_COUNTER_JS)
         return state
 
+    def append_to_first_cell(self, text: str) -> None:
+        """Type `text` at the end of the first cell, as a learner does: Enter to edit, type, Escape."""
+        cell = self.cell(0)
+        cell.click()
+        self.page.keyboard.press("Enter")
+        self.page.keyboard.press("Control+End")
+        self.page.keyboard.type("\n" + text)
+        self.page.keyboard.press("Escape")
+
+    def save(self) -> None:
+        self.page.keyboard.press("Control+s")
+
     def busy_count(self) -> int:
         return self.page.evaluate("() => window.__ddpBusy")
 
@@ -514,6 +526,15 @@ def _pending_cells(s: dict) -> str:
     running = [cell_label(i, c) for i, c in waiting if c["prompt"] == "[*]:"][:1]
     return (f"Kernel {s['kernel']}; still running: {', '.join(running) or 'none'}; "
             f"cells without an execution count: {[i for i, _ in waiting]}")
+
+
+def images_loaded(s: dict) -> bool:
+    return all(not c["loadingImages"] for c in s["cells"])
+
+
+def describe_loading(s: dict) -> str:
+    return "; ".join(f"{cell_label(i, c)}: {c['loadingImages']} image(s) loading"
+                     for i, c in enumerate(s["cells"]) if c["loadingImages"])
 
 
 class Timings:

@@ -1,16 +1,29 @@
-"""The course in a real browser: every notebook, run in JupyterLab by Chromium.
+"""The course in a real browser: every notebook opened in JupyterLab by Chromium.
 
 For each notebooks/*.ipynb (or each *.ipynb in $DDP_LESSONS_BROWSER_NOTEBOOKS):
-open it, Run All Cells, then check that no cell raised, that the plots the
-stored notebook has are drawn, and that every slider and dropdown changes its
-cell's output. A screenshot per notebook goes to artifacts/browser/NAME.png.
+open it and check that its stored outputs render (plots drawn, no error, no
+dialog such as jupytext's refusal of a pair out of step). The notebooks named
+in $DDP_LESSONS_BROWSER_RUN (comma-separated, or "all"; default
+00_first_launch) are also run: Run All Cells, then no cell may raise, the
+plots are drawn again, and every slider and dropdown changes its cell's
+output. nbval executes every notebook and compares every output already;
+running them all here too would double the suite's time for what one
+notebook shows (the kernel, the widget manager and the launcher work in a
+real JupyterLab). A screenshot per notebook goes to artifacts/browser/NAME.png.
+
+`test_saving_a_notebook_updates_its_source` edits a cell of a copy of
+notebook 00 in the browser, saves it, and checks that jupytext updated its
+paired source and left the stored outputs alone.
+
 Needs Debian's Chromium at /usr/bin/chromium (`apt-get install -y chromium`):
-without it the test is skipped, unless CI is set, where it fails.
+without it the tests are skipped, unless CI is set, where they fail.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -25,6 +38,8 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = Path(os.environ.get("DDP_LESSONS_BROWSER_NOTEBOOKS", REPO / "notebooks")).resolve()
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+RUN = os.environ.get("DDP_LESSONS_BROWSER_RUN", "00_first_launch")
+RUN_NAMES = {p.stem for p in NOTEBOOKS} if RUN == "all" else {n.strip() for n in RUN.split(",") if n.strip()}
 # JupyterLab serves the repository; a directory elsewhere is served itself.
 ROOT_DIR = REPO if NOTEBOOK_DIR.is_relative_to(REPO) else NOTEBOOK_DIR
 ARTIFACTS = REPO / "artifacts" / "browser"
@@ -97,9 +112,11 @@ def lab(tmp_path_factory, timings):
     assert server.port is None or not bs.listening_on(server.port), f"port {server.port} still listening"
 
 
-def _output_problems(state: dict, stored_images: dict[int, int]) -> list[str]:
+def _output_problems(state: dict, stored_images: dict[int, int], ran: bool = True) -> list[str]:
     problems = []
     for i, cell in enumerate(state["cells"]):
+        if not ran:  # stored outputs: a widget needs its kernel, so only errors and images count
+            cell = dict(cell, widgetsAsText=0, widgetProblem=None)
         where = bs.cell_label(i, cell)
         if cell["errors"] and not bs.expects_error(cell):
             hint = ("\n  (the NBVAL_RAISES_EXCEPTION comment does not let JupyterLab's Run All go on: "
@@ -145,22 +162,26 @@ def test_notebook_in_jupyterlab(notebook: Path, lab, timings):
     original = notebook.read_bytes()
     page = bs.NotebookPage(context, server.url(f"lab/tree/{notebook.relative_to(ROOT_DIR).as_posix()}"))
     t0, times, opened, survivors = time.monotonic(), {}, None, []
+    run = notebook.stem in RUN_NAMES
     try:
         try:
             opened = page.open()
             times["open"] = time.monotonic() - t0
-            page.run_all(RUN_TIMEOUT_S)
-            times["run all"] = time.monotonic() - t0 - times["open"]
-            state = page.settle()
+            if run:
+                page.run_all(RUN_TIMEOUT_S)
+                times["run all"] = time.monotonic() - t0 - times["open"]
+                state = page.settle()
+            else:  # the stored outputs as a reader first sees them
+                state = page.wait("rendering the stored outputs", bs.images_loaded, 30, bs.describe_loading)
         except AssertionError as e:
             failure = f"{notebook.name} in JupyterLab: {e}"
         else:
             failure = None
         if failure:  # outside the except: no "during handling" chain in the report
             pytest.fail(failure, pytrace=False)
-        problems = _output_problems(state, bs.stored_image_counts(notebook))
+        problems = _output_problems(state, bs.stored_image_counts(notebook), ran=run)
         t1 = time.monotonic()
-        for i, cell in enumerate(state["cells"]):
+        for i, cell in enumerate(state["cells"] if run else []):  # a control needs the kernel's state
             if cell["sliders"] or cell["dropdowns"]:
                 problems += [f"{bs.cell_label(i, cell)}: {p}" for p in page.exercise(i, CONTROL_TIMEOUT_S)]
         times["controls"] = time.monotonic() - t1
@@ -177,3 +198,50 @@ def test_notebook_in_jupyterlab(notebook: Path, lab, timings):
             timings.add(notebook.name, ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     assert not survivors, f"still running after the kernel was shut down (killed now): {survivors}"
     assert notebook.read_bytes() == original, f"{notebook} was modified by the browser run"
+
+
+MARK = "Edited in the browser: saving updates the paired source."
+
+
+def _outputs(path: Path) -> list:
+    return [c.get("outputs") for c in json.loads(path.read_text())["cells"]]
+
+
+def test_saving_a_notebook_updates_its_source(tmp_path_factory, lab, timings):
+    """A learner's edit, made in JupyterLab served from the repository root as `make lab`
+    serves it (a copy: pyproject.toml's jupytext pairing and one notebook with its source),
+    reaches notebooks/src/ on save; the stored outputs stay as they were."""
+    _, context = lab  # one Playwright per process: the module's browser, a server of this test's own
+    name = "00_first_launch"
+    repo = tmp_path_factory.mktemp("repo")
+    (repo / "notebooks" / "src").mkdir(parents=True)
+    shutil.copy2(REPO / "pyproject.toml", repo / "pyproject.toml")
+    shutil.copy2(REPO / "notebooks" / f"{name}.ipynb", repo / "notebooks" / f"{name}.ipynb")
+    shutil.copy2(REPO / "notebooks" / "src" / f"{name}.py", repo / "notebooks" / "src" / f"{name}.py")
+    ipynb, source = repo / "notebooks" / f"{name}.ipynb", repo / "notebooks" / "src" / f"{name}.py"
+    outputs_before = _outputs(ipynb)
+    tmp = tmp_path_factory.mktemp("browser-save")
+    (tmp / "jupyterlab").mkdir()
+    server = bs.LabServer(repo, tmp / "jupyterlab")
+    page, opened = None, None
+    t0 = time.monotonic()
+    try:
+        server.start()
+        page = bs.NotebookPage(context, server.url(f"lab/tree/notebooks/{name}.ipynb"))
+        opened = page.open()
+        page.append_to_first_cell(MARK)
+        page.save()
+        deadline = time.monotonic() + 20
+        while MARK not in source.read_text() and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert MARK in source.read_text(), f"saving {name}.ipynb left notebooks/src/{name}.py unchanged"
+        assert MARK in ipynb.read_text(), f"saving did not write {name}.ipynb"
+        assert _outputs(ipynb) == outputs_before, "saving changed the stored outputs"
+    finally:
+        if page is not None:
+            page.page.close()
+            if opened:
+                server.end_session(opened["sessionId"], opened["kernelId"])
+        survivors = server.stop()
+        timings.add("edit and save in the browser", f"{time.monotonic() - t0:.1f} s")
+    assert not survivors, f"still running after the server stopped (killed now): {survivors}"

@@ -6,6 +6,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -36,20 +37,79 @@ def test_environment_yml_lists_what_pyproject_lists():
     deps, test = _pyproject()
     pip, _ = _conda_pip()
     want = {_norm(r) for r in deps + test if not r.startswith("torch")}
-    have = {_norm(r) for r in pip if not r.startswith(("torch", "-e"))}
+    have = {_norm(r) for r in pip if not r.startswith(("torch", "-"))}  # "-": pip options, the course itself
     assert have == want, f"only in environment.yml: {have - want}; only in pyproject.toml: {want - have}"
 
 
-def test_torch_is_pinned_to_the_cpu_wheel_in_both_install_paths():
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def test_torch_comes_from_pytorchs_cpu_index_in_both_install_paths():
+    make = (ROOT / "Makefile").read_text()
+    assert "TORCH       ?= torch==2.13.0" in make and f"TORCH_INDEX ?= {CPU_INDEX}" in make
+    # what `make install` runs, as make reads it (-B: as on a clean clone)
+    cmds = [c for c in _make_dry_run("install", "-B") if "scripts/install_torch.py" in " ".join(c)]
+    assert cmds and cmds[0][-4:] == ["--spec", "torch==2.13.0", "--index", CPU_INDEX], cmds
     pip, env = _conda_pip()
-    assert "torch==2.13.0" in pip and pip.index("torch==2.13.0") < pip.index("-e .")
-    assert "TORCH   := torch==2.13.0" in (ROOT / "Makefile").read_text()
+    assert f"--extra-index-url {CPU_INDEX}" in pip and "torch==2.13.0+cpu" in pip
+    assert pip.index("torch==2.13.0+cpu") < pip.index("-e .")
     deps, _ = _pyproject()
     (torch_req,) = [d for d in deps if d.startswith("torch")]
-    # The pinned CPU wheel must satisfy the package's range, or pip would fetch another torch.
+    # The CPU wheel must satisfy the package's range, or pip would fetch another torch.
     assert Version("2.13.0") in Requirement(torch_req).specifier
     py = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python")]
     assert py == ["python=3.11"]
+
+
+def _install_torch():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("install_torch", ROOT / "scripts" / "install_torch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_cuda_build_is_told_from_a_cpu_build():
+    it = _install_torch()
+    assert it.is_cuda_build([{"name": "torch", "version": "2.13.0"}, {"name": "nvidia-nccl-cu13", "version": "2"}])
+    assert it.is_cuda_build([{"name": "torch", "version": "2.13.0+cu130"}])
+    assert not it.is_cuda_build([{"name": "torch", "version": "2.13.0+cpu"}, {"name": "sympy", "version": "1"}])
+    assert not it.is_cuda_build([{"name": "torch", "version": "2.13.0"}, {"name": "filelock", "version": "3"}])
+
+
+@pytest.mark.slow
+def test_where_pytorchs_index_is_out_of_reach_this_machines_pip_resolves_the_cpu_build():
+    """CI's path: the index does not answer, pip's own sources are asked; here they give the CPU build."""
+    it = _install_torch()
+    if it.reachable(CPU_INDEX):
+        pytest.skip(f"{CPU_INDEX} answers here: make installs from it")
+    plan = it.dry_run("torch==2.13.0")
+    assert not it.is_cuda_build(plan), plan
+
+
+@pytest.mark.slow
+def test_the_public_index_alone_would_give_a_cuda_build_which_install_torch_refuses():
+    """Why the index matters: PyPI's torch for Linux x86-64 is a CUDA build."""
+    import platform
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        pytest.skip("PyPI's Linux x86-64 wheel is the CUDA one; elsewhere PyPI serves CPU builds")
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--quiet",
+                          "--ignore-installed", "--report", "-", "--index-url", "https://pypi.org/simple",
+                          "torch==2.13.0"], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        pytest.skip(f"PyPI not reachable here: {out.stderr.strip()[:200]}")
+    import json
+    plan = [{"name": i["metadata"]["name"], "version": i["metadata"]["version"]}
+            for i in json.loads(out.stdout)["install"]]
+    assert _install_torch().is_cuda_build(plan)
+
+
+def test_make_lab_serves_the_repository_root_with_autosave_off():
+    (lab,) = [c for c in _make_dry_run("lab", "-B") if c[:2] == [".venv/bin/jupyter", "lab"]]
+    assert f"--ServerApp.root_dir={ROOT}" in lab  # jupytext finds pyproject.toml's pairing from there
+    assert "--LabApp.default_url=/lab/tree/notebooks/00_first_launch.ipynb" in lab
+    make = (ROOT / "Makefile").read_text()
+    assert '{"@jupyterlab/docmanager-extension:plugin": {"autosave": false}}' in make
 
 
 def _command_lines(script: str) -> list[str]:
@@ -64,13 +124,15 @@ def _readme_section_code(heading: str) -> list[list[str]]:
     return [block.strip().splitlines() for block in re.findall(r"^```[a-z]*\n(.*?)^```", section[1], re.M | re.S)]
 
 
-def _make_dry_run(target: str) -> list[list[str]]:
+def _make_dry_run(target: str, *flags: str) -> list[list[str]]:
     """The commands `make TARGET` would run (make's own reading of the Makefile), split."""
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    out = subprocess.run(["make", "-n", "-C", str(ROOT), target], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["make", "-n", *flags, "-C", str(ROOT), target], capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 0, out.stderr
-    return [shlex.split(ln) for ln in out.stdout.splitlines() if ln.strip() and not ln.startswith("make")]
+    text = out.stdout.replace("\\\n", " ")  # a recipe line continued with a backslash is one command
+    return [shlex.split(ln) for ln in text.splitlines() if ln.strip() and not ln.startswith("make")]
 
 
 def _pytest_args(commands: list[list[str]]) -> list[str]:
