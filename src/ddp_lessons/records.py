@@ -104,7 +104,22 @@ def make_record(kind: str, config: dict, results, backend: str | None = None, **
     """A new record of `kind` (e.g. 'allreduce', 'case1') with this machine's info."""
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "kind": kind,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": machine_info(backend), "config": config, "results": results, **extra}
+            "machine": machine_info(backend), "commit": source_commit(), "config": config,
+            "results": results, **extra}
+
+
+def source_commit() -> str | None:
+    """The course repository's commit (with "+dirty" when files differ from it),
+    or None outside a git checkout: what a record's numbers were measured at."""
+    try:
+        def git(*a):
+            return subprocess.run(["git", "-C", str(common.REPO), *a], capture_output=True,
+                                  text=True, timeout=10, check=True).stdout.strip()
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
 
 
 def default_dir() -> Path:

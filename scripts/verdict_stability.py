@@ -1,0 +1,184 @@
+"""Run the notebooks several times and report every verdict whose outcome changed.
+
+A verdict nbval compares is a promise that its outcome is the same on every
+run of CI's machine. This script executes the stored notebooks (as
+`scripts/run_notebooks.py` does: a fresh kernel each, outputs never written
+back) `--runs` times, optionally beside `--hog K` busy processes, reads every
+`verdict: STATUS - claim` line each code cell printed, and compares it with
+the stored notebook's line and with the other runs. Every run is appended to
+a record (`data/runs/NAME.json`), so runs made at different times (quiet, and
+beside a hog) add up to one table.
+
+    python scripts/verdict_stability.py --runs 3 --record verdict-stability-cpu2
+    python scripts/verdict_stability.py --runs 2 --hog 2 --record verdict-stability-cpu2
+    python scripts/verdict_stability.py --only 00_first_launch --runs 5      # a new verdict, before committing it
+    python scripts/verdict_stability.py --report verdict-stability-cpu2      # the table of a record, no run
+
+`make verdicts` runs it (`make verdicts RUNS=5 HOG=2 NB=00_first_launch`).
+Exit status 1 when any compared verdict came out otherwise than stored, or a
+notebook failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run_notebooks as rn  # noqa: E402  (a sibling script: the same kernel and execution)
+
+VERDICT = re.compile(r"^verdict: ([A-Z ]+?) - (.*)$")
+NUMBERS = re.compile(r"^  deciding numbers: (.*)$")
+
+
+def _text(out) -> str:
+    t = out.get("text") if out.get("output_type") == "stream" else out.get("data", {}).get("text/plain", "")
+    return "".join(t) if isinstance(t, list) else (t or "")
+
+
+def _ignored(cell) -> bool:
+    src = cell.source
+    return ("NBVAL_IGNORE_OUTPUT" in src or "NBVAL_SKIP" in src
+            or {"nbval-ignore-output", "nbval-skip"} & set(cell.metadata.get("tags", [])))
+
+
+def verdicts(nb) -> list[dict]:
+    """Every verdict line of a notebook: nbval's cell number (code cells only),
+    whether nbval compares it, its status, claim and deciding numbers."""
+    found, k = [], -1
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        k += 1
+        n = 0
+        for out in cell.get("outputs", []):
+            lines = _text(out).splitlines()
+            for i, line in enumerate(lines):
+                m = VERDICT.match(line)
+                if not m:
+                    continue
+                nums = NUMBERS.match(lines[i + 1]) if i + 1 < len(lines) else None
+                found.append({"cell": k, "n": n, "compared": not _ignored(cell), "status": m.group(1),
+                              "claim": m.group(2), "numbers": nums.group(1) if nums else ""})
+                n += 1
+    return found
+
+
+def _hog():
+    while True:
+        pass
+
+
+def load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def run_all(names, runs, hog, timeout):
+    """`runs` executions of every notebook in `names`; each run's entry for the record."""
+    hogs = [mp.Process(target=_hog, daemon=True) for _ in range(hog)]
+    for h in hogs:
+        h.start()
+    out = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="ddp_lessons-verdicts-") as tmp:
+            tmp = Path(tmp)
+            for r in range(runs):
+                entry = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "hog": hog, "notebooks": {}}
+                for name in names:
+                    load_before = load1()
+                    res = rn.run_one(name, timeout, False, tmp, keep=tmp)
+                    nb = nbformat.read(tmp / f"{name}.ipynb", as_version=4)
+                    entry["notebooks"][name] = {"passed": res["passed"], "seconds": res["seconds"],
+                                                "error": res["error"], "load": [load_before, load1()],
+                                                "verdicts": verdicts(nb)}
+                    print(f"run {r + 1}/{runs} {name}: {'passed' if res['passed'] else 'FAILED'} "
+                          f"({res['seconds']:.0f} s, load {load_before}->{load1()})", flush=True)
+                out.append(entry)
+                yield entry
+    finally:
+        for h in hogs:
+            h.terminate()
+            h.join()
+
+
+def table(stored: dict, runs: list) -> tuple[list, list]:
+    """(rows, problems): one row per stored verdict with its outcome in every run."""
+    rows, problems = [], []
+    for name, want in stored.items():
+        for v in want:
+            outcomes = []
+            for run in runs:
+                nbrun = run["notebooks"].get(name)
+                if nbrun is None:
+                    continue
+                got = [g for g in nbrun["verdicts"] if g["cell"] == v["cell"] and g["n"] == v["n"]]
+                outcomes.append(got[0]["status"] if got else "MISSING")
+            row = {"notebook": name, "cell": v["cell"], "n": v["n"], "compared": v["compared"],
+                   "claim": v["claim"], "stored": v["status"], "outcomes": outcomes,
+                   "steady": all(o == v["status"] for o in outcomes)}
+            rows.append(row)
+            if row["compared"] and not row["steady"]:
+                problems.append(row)
+    return rows, problems
+
+
+def stored_verdicts(names) -> dict:
+    return {n: verdicts(nbformat.read(rn.NB_DIR / f"{n}.ipynb", as_version=4)) for n in names}
+
+
+def print_table(rows, runs) -> None:
+    print(f"\n{len(rows)} verdicts over {len(runs)} run(s) "
+          f"(hog per run: {[r['hog'] for r in runs]}); unsteady ones marked '!':")
+    for row in rows:
+        mark = "!" if not row["steady"] else " "
+        seen = {o: row["outcomes"].count(o) for o in dict.fromkeys(row["outcomes"])}
+        print(f"{mark} {row['notebook'][:2]} cell {row['cell']:>2}{'' if row['compared'] else ' (not compared)'}: "
+              f"stored {row['stored']}; runs {seen} - {row['claim'][:80]}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=1, help="how many times to run the notebooks")
+    p.add_argument("--hog", type=int, default=0, help="busy processes running beside them (a loaded machine)")
+    p.add_argument("--only", action="append", default=[], metavar="NAME", help="only this notebook (repeatable)")
+    p.add_argument("--record", metavar="NAME", help="append the runs to data/runs/NAME.json (made if missing)")
+    p.add_argument("--report", metavar="NAME", help="print the table of an existing record and exit")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    args = p.parse_args(argv)
+    from ddp_lessons import records
+    from ddp_lessons.common import RUNS_DIR
+    old = []
+    name = args.report or args.record
+    if name and records._path(name, RUNS_DIR).exists():
+        old = records.load(name, RUNS_DIR)["results"]
+    if args.report:
+        names = sorted({n for r in old for n in r["notebooks"]})
+        rows, problems = table(stored_verdicts(names), old)
+        print_table(rows, old)
+        return 1 if problems else 0
+    names = [Path(n).stem for n in args.only] or [q.stem for q in sorted(rn.NB_DIR.glob("[0-9][0-9]_*.ipynb"))]
+    os.environ["DDP_LESSONS_PROGRESS"] = "0"
+    failed = False
+    for entry in run_all(names, args.runs, args.hog, args.timeout):
+        old.append(entry)
+        failed |= not all(nb["passed"] for nb in entry["notebooks"].values())
+        if args.record:  # saved after every run: a run cut short keeps what it did
+            config = {"what": "verdict outcomes of repeated notebook runs", "notebooks": "see each run"}
+            records.save(records.make_record("verdict-stability", config, old), args.record,
+                         runs_dir=RUNS_DIR, overwrite=True)
+    all_names = sorted({n for r in old for n in r["notebooks"]})
+    rows, problems = table(stored_verdicts(all_names), old)
+    print_table(rows, old)
+    return 1 if problems or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
