@@ -68,6 +68,17 @@ def build(name: str, timeout: int) -> float:
     return elapsed
 
 
+def next_step(src: Path, path: Path) -> str:
+    """What to do about a pair that disagrees, by which side was written last."""
+    if path.stat().st_mtime > src.stat().st_mtime:
+        # An edit of the .ipynb that did not reach its source (a Jupyter without jupytext's
+        # pairing): rebuilding from the source would throw it away.
+        return (f"the notebook was saved after its source: write the source from it "
+                f"(`.venv/bin/jupytext --sync notebooks/{path.name}`, or save it in `make lab`'s JupyterLab), "
+                f"then `make notebooks NB={src.stem}`")
+    return f"the source is newer: `make notebooks NB={src.stem}` rebuilds the notebook and its outputs from it"
+
+
 def check() -> int:
     """Count the sources that jupytext would write differently, or whose stored notebook has other cells."""
     bad = 0
@@ -89,8 +100,8 @@ def check() -> int:
         want = [(c.cell_type, c.source, c.metadata) for c in nb.cells]
         have = [(c.cell_type, c.source, c.metadata) for c in nbformat.read(path, as_version=4).cells]
         if want != have:
-            i = next((i for i, (w, h) in enumerate(zip(want, have)) if w != h), min(len(want), len(have)))
-            print(f"{path.name}: differs from notebooks/src/{src.name} from cell {i} on; run `make notebooks`")
+            i = next((i for i, (w, h) in enumerate(zip(want, have)) if w != h), min(len(want), len(have)))  # noqa: B905
+            print(f"{path.name}: differs from notebooks/src/{src.name} from cell {i} on; {next_step(src, path)}")
             bad += 1
     return bad
 

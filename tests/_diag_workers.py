@@ -39,7 +39,8 @@ def duplicated_eval(epochs=3, steps=15, batch=32, test_size=30000, width=512):
     """A tiny classifier trained on this rank's share of the data, where every
     rank evaluates the whole test set between epochs (the habit to find)."""
     g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(steps * batch * dist.get_world_size(), 64, generator=g), torch.randint(0, 10, (steps * batch * dist.get_world_size(),), generator=g)
+    n = steps * batch * dist.get_world_size()
+    x, y = torch.randn(n, 64, generator=g), torch.randint(0, 10, (n,), generator=g)
     xt = torch.randn(test_size, 64, generator=g)
     model = wrap_ddp(nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
                                    nn.Linear(width, 10)), torch.device("cpu"))

@@ -58,7 +58,7 @@ def own_hook(timed, steps=3):
         timer.finish_step(loss, opt)
     steps_seen = timer.result()["steps"] if timed else []
     return {"calls": len(calls), "timed_buckets": sum(s["allreduce_calls"] for s in steps_seen),
-            "changed": any(not torch.equal(a, b) for a, b in zip(before, model.parameters())),
+            "changed": any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True)),
             "comm_hook": model._get_ddp_logging_data().get("comm_hook", "")}
 
 
@@ -69,6 +69,17 @@ def hook_already_registered():
     StepTimer(model, enabled=False)  # registers nothing: no error
     try:
         StepTimer(model)
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def hook_after_timer():
+    """A timer that registered its hook (mode "full" on gloo), then the user's own: the error message."""
+    model = _small_ddp_mlp()
+    StepTimer(model, mode="full")
+    try:
+        model.register_comm_hook(None, allreduce_hook)
     except RuntimeError as exc:
         return str(exc)
     return None

@@ -15,6 +15,21 @@ def test_fit_recovers_a_known_latency_and_bandwidth():
     assert allreduce.predict_time(1e6, fit) == pytest.approx(lat + 1e6 / bw)
 
 
+def test_a_term_the_sizes_cannot_resolve_is_said_so_not_printed_as_a_number():
+    lat, bw = 50e-6, 2e9
+    small = [{"bytes": b, "time": lat * (1 + 0.01 * (i % 2))} for i, b in enumerate((512, 1024, 2048, 4096))]
+    fit = allreduce.fit_latency_bandwidth(small)  # 4 KiB at 2 GB/s is 2 us of a 50 us call: noise
+    assert fit["latency_resolved"] and not fit["bandwidth_resolved"]
+    assert "bandwidth not resolvable" in allreduce.describe_fit(fit) and "GB/s" not in allreduce.describe_fit(fit)
+    big = [{"bytes": b, "time": b / bw} for b in (2**24, 2**25, 2**26)]
+    fit = allreduce.fit_latency_bandwidth(big)
+    assert fit["bandwidth_resolved"] and not fit["latency_resolved"]
+    assert "latency not resolvable" in allreduce.describe_fit(fit)
+    full = allreduce.fit_latency_bandwidth([{"bytes": b, "time": lat + b / bw}
+                                            for b in allreduce.default_sizes(4096, 2**26)])
+    assert allreduce.describe_fit(full) == "fit: latency 50.0 us, bandwidth 2.00 GB/s (algbw)"
+
+
 def test_busbw_is_algbw_times_2_n_minus_1_over_n():
     fake = [{"world_size": 4, "sizes": [1000], "times": [[0.001, 0.002, 0.001]]},
             {"world_size": 4, "sizes": [1000], "times": [[0.001, 0.001, 0.003]]}]

@@ -79,7 +79,7 @@ def test_collated_batch_matches_the_post(root):
     assert len(batch["vqa_labels"]) == 4 and batch["vqa_labels"][0].shape == (ds.num_answers,)
     assert all(t in ("OPEN", "CLOSED") for t in batch["answer_types"])
     # The post's own way of building the targets.
-    targets = torch.cat([batch["vqa_labels"][l].unsqueeze(0) for l in range(4)], dim=0)
+    targets = torch.cat([batch["vqa_labels"][i].unsqueeze(0) for i in range(4)], dim=0)
     assert targets.shape == (4, ds.num_answers)
 
 

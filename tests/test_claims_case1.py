@@ -15,22 +15,22 @@ ROOT = Path(__file__).resolve().parents[1]
 H, F, U = V.HOLDS, V.FAILS, V.UNRESOLVED
 
 
-def test_ratio_bounds_use_each_runs_quartiles():
-    lo, med, hi = claims.ratio_bounds([1, 2, 3, 4, 5], [2, 4, 6, 8, 10])
-    assert (lo, med, hi) == (4 / 4, 2.0, 8 / 2)
-
-
 def test_split_disjoint_every_outcome():
     assert claims.split_disjoint([[1, 2], [3, 4]], 4).holds
     assert claims.split_disjoint([[1, 2], [2, 3]], 3).fails          # a question on both ranks
     assert claims.split_disjoint([[1, 2], [3]], 4).fails             # one question never seen
 
 
+def _rounds(one, two, batch=(8, 8)):
+    return {"1 worker": one, "2 workers": two, "batch": batch}
+
+
 def test_two_workers_not_twice_as_fast_every_outcome():
     one = [10, 10.5, 11, 11.5, 12]
-    assert claims.two_workers_not_twice_as_fast(one, [[20, 21, 22, 23], [19, 20, 21, 22]]).holds
-    assert claims.two_workers_not_twice_as_fast(one, [[5, 6, 7, 8], [5, 6, 7, 7.5]]).fails
-    assert claims.two_workers_not_twice_as_fast(one, [[9, 10, 11, 12, 13], [5, 6, 7, 8]]).status == U
+    assert claims.two_workers_not_twice_as_fast(_rounds(one, [20, 21, 22, 23, 24])).holds
+    assert claims.two_workers_not_twice_as_fast(_rounds(one, [5, 6, 7, 8, 9])).fails
+    assert claims.two_workers_not_twice_as_fast(_rounds(one, [9, 12, 11, 12, 13])).status == U  # a round each way
+    assert claims.two_workers_not_twice_as_fast(_rounds(one[:2], [20, 21])).status == U        # too few rounds
 
 
 def _edge(e0, ar0, ar1, d0=0.1, d1=0.1, usual=(0.05, 0.06, 0.07, 0.08)):
@@ -100,12 +100,13 @@ def test_distributed_count_equal_every_outcome():
 
 def test_scaling_below_every_outcome():
     one = [10, 10, 10, 10, 10]
-    assert claims.scaling_below(one, [[20] * 5, [20] * 5], 8, 8, limit=0.8).holds     # 50%
-    assert claims.scaling_below(one, [[10] * 5, [10] * 5], 8, 8, limit=0.8).fails     # 100%
-    assert claims.scaling_below(one, [[9, 10, 12, 14, 15]] * 2, 8, 8, limit=0.8).status == U
+    assert claims.scaling_below(_rounds(one, [20] * 5), limit=0.8).holds     # 50%
+    assert claims.scaling_below(_rounds(one, [10] * 5), limit=0.8).fails     # 100%
+    assert claims.scaling_below(_rounds(one, [9, 10, 12, 14, 15]), limit=0.8).status == U
     # the limit notebook 03 uses: perfect scaling (1.0); superlinear steps make it fail
-    assert claims.scaling_below(one, [[12] * 5, [12] * 5], 8, 8, limit=1.0).holds      # 83%
-    assert claims.scaling_below(one, [[8] * 5, [8] * 5], 8, 8, limit=1.0).fails        # 125%
+    assert claims.scaling_below(_rounds(one, [12] * 5), limit=1.0).holds      # 83%
+    assert claims.scaling_below(_rounds(one, [8] * 5), limit=1.0).fails       # 125%
+    assert claims.scaling_below(_rounds(one, [20] * 5, batch=(8, 16)), limit=1.0).status == U  # batch counted
 
 
 def test_padded_sampler_really_counts_differently():
@@ -175,7 +176,7 @@ def test_gap_verdicts_every_outcome():
 # -- the recorded GPU pairs ----------------------------------------------------------
 def _record(a_times, b_times):
     runs = []
-    for i, (x, y) in enumerate(zip(a_times, b_times)):
+    for i, (x, y) in enumerate(zip(a_times, b_times, strict=True)):
         for name, t in (("A", x), ("B", y)):
             steps = [t * (1 + 0.01 * (k % 3)) for k in range(10)]
             runs.append({"name": name, "round": i, "ok": True, "skip": 2, "step_times": steps,
@@ -226,19 +227,23 @@ def test_unsteady_filters_by_name():
     assert claims_gpu.unsteady(rec, ("B",)) == []
 
 
+def _evals(*seconds):
+    return [{"outside_work": {"evaluation": s} if s is not None else {}} for s in seconds]
+
+
 def test_diagnosis_sees_evaluation_on_the_evaluating_rank_only():
     from ddp_lessons.case1 import claims as C2
-    assert C2.diagnosis_sees_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {"evaluation": 0.001}}]).holds
+    assert C2.diagnosis_sees_evaluation(_evals(0.9, 0.001)).holds
     # Every rank evaluates (duplicated), or the evaluation landed in a step: not on rank 0 alone.
-    assert C2.diagnosis_sees_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {"evaluation": 0.8}}]).fails
-    assert C2.diagnosis_sees_evaluation([{"outside_work": {}}, {"outside_work": {}}]).fails
+    assert C2.diagnosis_sees_evaluation(_evals(0.9, 0.8)).fails
+    assert C2.diagnosis_sees_evaluation(_evals(None, None)).fails
 
 
 def test_diagnosis_shares_evaluation_both_ways():
     from ddp_lessons.case1 import claims as C2
-    assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.4}}, {"outside_work": {"evaluation": 0.5}}]).holds
-    assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {"evaluation": 0.01}}]).fails
-    assert C2.diagnosis_shares_evaluation([{"outside_work": {"evaluation": 0.9}}, {"outside_work": {}}]).fails
+    assert C2.diagnosis_shares_evaluation(_evals(0.4, 0.5)).holds
+    assert C2.diagnosis_shares_evaluation(_evals(0.9, 0.01)).fails
+    assert C2.diagnosis_shares_evaluation(_evals(0.9, None)).fails
 
 
 def test_stays_unsteady_each_way():

@@ -48,7 +48,8 @@ def test_overhead_paired():
 
 
 def test_timer_budget_from_validation_rows():
-    row = {"mode": "light", "run": "main", "ms_per_step": 2.0, "overhead_pct": 2.0, "spread_pct": [1.0, 3.5], "rounds": 5}
+    row = {"mode": "light", "run": "main", "ms_per_step": 2.0, "overhead_pct": 2.0, "spread_pct": [1.0, 3.5],
+           "rounds": 5}
     assert C.timer_budget(row).holds
     assert C.timer_budget(dict(row, spread_pct=[11.0, 32.0])).fails
     assert C.timer_budget(dict(row, spread_pct=[2.0, 8.0])).status == V.UNRESOLVED

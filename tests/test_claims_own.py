@@ -86,11 +86,7 @@ def test_costs_rank_duplicated_evaluation_only_when_duplicated():
     assert results.ranked(results.costs([rank], True))[0][0] == "duplicated evaluation"
 
 
-
-def test_accounted_each_way():
+def test_coverage_is_the_named_share_of_each_wall():
     def acc(steps, outside, wall):
         return {"steps": steps, "outside": {"eval": outside}, "wall": wall}
-    good, bad = acc(0.6, 0.38, 1.0), acc(0.5, 0.3, 1.0)
-    assert claims.accounted([good, acc(0.5, 0.49, 1.0), good]).holds
-    assert claims.accounted([bad, acc(0.4, 0.4, 1.0), bad]).fails
-    assert claims.accounted([good, bad, good]).status == v.UNRESOLVED
+    assert claims.coverage([acc(0.6, 0.38, 1.0), acc(1.0, 0.0, 2.0), acc(0, 0, 0)]) == [0.98, 0.5]

@@ -89,7 +89,8 @@ def test_notebook_defined_worker_refused_under_spawn(monkeypatch):
     kernel_main = types.ModuleType("__main__")  # a kernel's __main__ has no __file__
     exec("def train():\n    return 1\n", kernel_main.__dict__)
     monkeypatch.setitem(sys.modules, "__main__", kernel_main)
-    with pytest.raises(NotebookWorkerError, match="defined in the notebook.*move it into a .py module.*start_method='fork'"):
+    with pytest.raises(NotebookWorkerError,
+                       match="defined in the notebook.*move it into a .py module.*start_method='fork'"):
         launch(kernel_main.train, world_size=2)
 
 

@@ -56,3 +56,17 @@ def test_worker_output_of_a_successful_run_is_kept():
     out = launch(ew.chatty, world_size=2)
     assert list(out) == [0, 1]
     assert all(f"rank {r} says hello" in out.logs[r] and f"rank {r} warns" in out.logs[r] for r in (0, 1))
+
+
+def test_under_torchrun_launch_options_are_named_as_ignored():
+    code = ("import socket, os\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
+            "os.environ.update(RANK='0', LOCAL_RANK='0', WORLD_SIZE='1', LOCAL_WORLD_SIZE='1',\n"
+            "                  MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), TORCHELASTIC_RUN_ID='t')\n"
+            "from ddp_lessons import run\n"
+            "from ddp_lessons.intro import workers\n"
+            "print(run(workers.hello, world_size=2, timeout=5, threads=1)[0]['sum'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "1.0"
+    assert "under torchrun, launch options threads, timeout are ignored" in out.stderr

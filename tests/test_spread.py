@@ -34,7 +34,7 @@ def test_interleave_five_puts_every_name_first_and_last():
     assert order[:3] == [list("ABCDE"), list("EDCBA"), list("BCDEA")]
     assert all(sorted(r) == list("ABCDE") for r in order)
     # each adjacent pair of the list runs in both orders over the rounds
-    for a, b in zip("ABCD", "BCDE"):
+    for a, b in zip("ABCD", "BCDE", strict=True):
         before = [r.index(a) < r.index(b) for r in order]
         assert True in before and False in before
 

@@ -37,7 +37,7 @@ def test_a_known_delay_moves_the_measured_allreduce_by_that_much():
     delay = 0.05
     base = launch(toy.train_mlp, (8, 256, 2, 16, 25.0), world_size=2)
     slow = launch(toy.train_mlp, (8, 256, 2, 16, 25.0, True, delay), world_size=2)
-    for b, s in zip(base, slow):
+    for b, s in zip(base, slow, strict=True):
         calls = _median(s, "allreduce_calls")
         moved = _median(s, "allreduce") - _median(b, "allreduce")
         assert moved == pytest.approx(delay * calls, rel=0.3)
@@ -89,6 +89,11 @@ def test_a_model_that_already_has_a_hook_says_to_pass_it_to_the_timer():
     assert "hook=" in msg and "\n" not in msg
 
 
+def test_a_hook_registered_after_the_timer_is_refused_with_what_to_do():
+    msg = launch(w.hook_after_timer, world_size=1)[0]
+    assert msg and "StepTimer already registered" in msg and "hook=your_hook" in msg and "\n" not in msg
+
+
 def test_compression_hook_names():
     assert hooks.compression_hook(None) is None and hooks.compression_hook("none") is None
     assert hooks.compression_hook("bf16").__name__ == "allreduce_hook_in_bf16"
@@ -127,12 +132,12 @@ def test_busy_time_is_the_union_of_bucket_intervals():
 def test_light_mode_on_gloo_gives_the_same_keys_and_counts():
     light = launch(w.light_mode, (6,), world_size=2)
     full = launch(w.light_mode, (6, 0.0, True, "full"), world_size=2)
-    for lr, fr in zip(light, full):
+    for lr, fr in zip(light, full, strict=True):
         assert (lr["mode"], lr["comm_source"], fr["mode"], fr["comm_source"]) == (
             "light", "ddp_logging", "full", "hook")
         assert lr["comm_hook"] == ""  # DDP's own C++ all-reduce: no Python hook registered
         assert len(lr["steps"]) == 6
-        for a, b in zip(lr["steps"], fr["steps"]):
+        for a, b in zip(lr["steps"], fr["steps"], strict=True):
             assert set(b) <= set(a)  # every key of mode "full" (and allreduce_span)
             assert a["buckets"] == []
         steps = lr["steps"]
@@ -146,7 +151,7 @@ def test_light_mode_sees_a_known_delay():
     delay = 0.05
     base = launch(w.light_mode, (6,), world_size=2)
     slow = launch(w.light_mode, (6, delay), world_size=2)
-    for b, s in zip(base, slow):
+    for b, s in zip(base, slow, strict=True):
         assert s["comm_hook"].endswith("delayed_hook")  # registered as it is, not wrapped
         calls = _median(s, "allreduce_calls")
         assert _median(s, "allreduce") - _median(b, "allreduce") == pytest.approx(delay * calls, rel=0.3)

@@ -30,7 +30,11 @@ def test_paired_is_the_sign_test_of_ratios():
     assert V.paired("A faster", a, b, faster="a").fails
     assert V.paired("B faster", a, [8, 12, 9, 10, 8]).status == V.UNRESOLVED
     assert V.paired("B faster", a[:2], b[:2]).status == V.UNRESOLVED  # too few rounds
-    assert V.paired("B faster", [10, None, 10, 10], [9, 9, None, 9, 9]).status == V.UNRESOLVED  # 2 paired
+    assert V.paired("B faster", [10, None, 10, 10, 10], [9, 9, None, 9, 9]).status == V.HOLDS  # 3 paired
+    assert V.paired("B faster", [10, None, 10, 10], [9, 9, None, 9]).status == V.UNRESOLVED  # 2 paired
+    assert V.paired("B faster", a, []).status == V.UNRESOLVED  # a setup that never ran
+    with pytest.raises(ValueError, match="4 rounds of A against 5 of B"):
+        V.paired("B faster", a[:4], b)  # unequal repeat counts are not paired silently
 
 
 def test_exact_and_all_of():

@@ -55,7 +55,10 @@ print(where.describe())
 # ## A first launch
 # `launch(fn, args, world_size=N)` starts N processes, initialises `torch.distributed` in each (as placed above),
 # runs `fn(*args)` and returns every rank's return value, in rank order. `workers.hello` all-reduces `rank + 1`:
-# with 2 ranks every rank ends up holding 1 + 2 = 3.
+# with 2 ranks every rank ends up holding 1 + 2 = 3. The workers come from a *fork server*: a clean Python
+# that `launch` starts once per kernel, which imports torch once and forks each worker from there. The first
+# launch pays for that import (seconds); later launches start in a fraction of a second. (Spawn, the other
+# safe choice, imports torch again in every worker of every launch: `start_method="spawn"`.)
 
 # %%
 out = launch(workers.hello, world_size=where.world_size)
@@ -71,8 +74,8 @@ for r in out:
 # workers (1 thread each on 2 cores): without that, ranks that share cores fight over them.
 #
 # ## The errors you will meet, and what to do
-# A function defined in a notebook cell cannot reach spawned workers (they import it by name and a
-# notebook has no module to import). `launch` says so before it starts anything:
+# A function defined in a notebook cell cannot reach the workers (the fork server, like spawn, sends it by
+# name, and a notebook has no module to import it from). `launch` says so before it starts anything:
 
 # %%
 def my_worker():
@@ -243,21 +246,22 @@ for r in steps:
 
 # %% [markdown]
 # ## Can the timer be trusted?
-# Two cross-checks. First, make every bucket's all-reduce 20 ms slower (a known delay, `hooks.delayed`,
+# Two cross-checks. First, make every bucket's all-reduce 50 ms slower (a known delay, `hooks.delayed`,
 # added to what is sent): the delay sits inside the hook's interval, so the timer's all-reduce moving by
-# 20 ms per call alone proves little. What the check asks is that it moves by that much **and** that the
+# 50 ms per call alone proves little. What the check asks is that it moves by that much **and** that the
 # step's wall time, read from the host clock at the step's ends and not from the hook, moves by the same
 # amount: the delay is found where it was put and the step really lost it. Both are read as intervals
-# (Q1 of one run's steps minus Q3 of the other's, and the reverse), so the steps' spread is inside.
+# (Q1 of one run's steps minus Q3 of the other's, and the reverse), so the steps' spread is inside; the delay
+# is large beside that spread (a few ms here, more on a loaded machine), so the check can decide.
 # Second, DDP keeps timings of its own (`_get_ddp_logging_data`, private but present in torch 2.x): its
 # exposed time must agree with ours.
 
 # %%
 mlp = dict(steps=12, width=256, depth=2, batch=16, bucket_cap_mb=25.0)
-slow = launch(workers.train_mlp, kwargs=dict(mlp, comm_delay_s=0.02, ddp_logging=True), world_size=where.world_size)
+slow = launch(workers.train_mlp, kwargs=dict(mlp, comm_delay_s=0.05, ddp_logging=True), world_size=where.world_size)
 base = launch(workers.train_mlp, kwargs=dict(mlp, ddp_logging=where.backend == "nccl"), world_size=where.world_size)
 calls = round(median_step(slow[0])["allreduce_calls"])
-claims.delay_seen(base[0]["steps"][2:], slow[0]["steps"][2:], 0.02, calls).show();
+claims.delay_seen(base[0]["steps"][2:], slow[0]["steps"][2:], 0.05, calls).show();
 
 # %% [markdown]
 # On gloo the hook's callback runs on gloo's own thread, beside the backward pass: DDP's logging books the
@@ -292,7 +296,7 @@ print("recorded on:", records.describe_machine(rec))
 # whether full timing costs under 2% of the step in every round, on the long step and on the short one:
 
 # %%
-for name, rec in over.items():
+for rec in over.values():
     claims.overhead_paired(rec["results"]["times"], "full", budget=0.02).show()
 
 # %% [markdown]

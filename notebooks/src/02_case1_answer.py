@@ -52,7 +52,7 @@ pair = {"kept": variants["answer, batch kept, LR x2"].replace(steps_limit=6),
 order = [f"{i} {n}" for i, row in enumerate(spread.interleave(list(pair), 4)) for n in row]
 variants.update({name: pair[name.split()[1]] for name in order})
 runs = dict(zip(variants, by_run(launch(case1.train_many, (list(variants.values()), None, 1),
-                                        world_size=where.world_size, threads=1))))
+                                        world_size=where.world_size, threads=1)), strict=True))
 static = runs.pop("static_graph, heads kept")
 rounds = {name: runs.pop(name) for name in order}
 
@@ -110,7 +110,10 @@ def lr_plot(names):
     fig, ax = plt.subplots(figsize=(6, 2.8))
     for name in names:
         ax.plot(runs[name][0]["lrs"], ".-", label=name)
-    ax.set_xlabel("step"); ax.set_ylabel("learning rate"); ax.legend(fontsize=7); fig.tight_layout()
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
     return fig
 
 widgets.interact(lambda run: lr_plot([run]), run=list(runs));
@@ -237,7 +240,7 @@ claims.distributed_count_equal(single["counts"], padded[0]["counts"], "evaluatio
 from ddp_lessons.case1 import ablation
 abl = ablation.variants(steps_limit=6)
 abl_runs = dict(zip(abl, by_run(launch(case1.train_many, (list(abl.values()), None, 1),
-                                        world_size=where.world_size, threads=1))))
+                                        world_size=where.world_size, threads=1)), strict=True))
 abl_rows = ablation.table(abl_runs)
 for r in abl_rows:
     print(f"{r['variant']:46s} steps {r['steps']}, samples {r['samples']:3d}, "

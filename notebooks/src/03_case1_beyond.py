@@ -17,7 +17,6 @@
 # %%
 import glob
 import tempfile
-import matplotlib.pyplot as plt
 import ipywidgets as widgets
 import torch
 from ddp_lessons import diagnose, launch, place, allreduce, plots, records, runtime
@@ -52,7 +51,7 @@ sweep["bf16 autocast"] = case1.Options.fixed(amp=True, **short)
 sweep["bf16 autocast + bf16 all-reduce"] = case1.Options.fixed(amp=True, comm_dtype="bf16", **short)
 sweep["fixed, full epoch"] = case1.Options.fixed()
 runs = dict(zip(sweep, by_run(launch(case1.train_many, (list(sweep.values()), None, 1),
-                                      world_size=where.world_size, threads=1))))
+                                      world_size=where.world_size, threads=1)), strict=True))
 
 # %%
 for name, res in runs.items():
@@ -181,25 +180,26 @@ claims.order_repeats(without, with_set).show();
 
 # %% [markdown]
 # ## Scaling efficiency (measured)
-# Throughput on N workers over N x throughput on 1, steady-state steps only. The one worker runs with the
-# two workers' backend, so on the same kind of device.
+# Throughput on N workers over N x throughput on 1, steady-state steps only, in 5 interleaved rounds of
+# the fixed setup (8 steps each, as 01 measured the posted one). The one worker runs with the two
+# workers' backend, so on the same kind of device.
 
 # %%
-one = launch(case1.train, (case1.Options.fixed(), None, 1), world_size=1, backend=where.backend, threads=1)
-thr1, thr2 = case1.throughput(one), case1.throughput(runs["fixed, full epoch"])
+fixed_rounds = case1.scaling.rounds(case1.Options.fixed(), where.backend)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(f"1 worker {thr1:.0f} samples/s, 2 workers {thr2:.0f} samples/s: scaling efficiency {thr2 / (2 * thr1):.0%} (one run each)")
-
-# %%
-claims.scaling_below([s["step_time"] for s in one[0]["timer"]["steps"][2:]],
-                     [[s["step_time"] for s in r["timer"]["steps"][2:]] for r in runs["fixed, full epoch"]],
-                     one[0]["batch_size"], runs["fixed, full epoch"][0]["batch_size"], limit=1.0).show();
+print("scaling efficiency per round:", ", ".join(f"{e:.0%}" for e in case1.scaling.efficiency(fixed_rounds)))
+claims.scaling_below(fixed_rounds, limit=1.0).show();
 
 # %% [markdown]
-# Where the scaling verdict holds, two gloo workers on this machine fall short of linear scaling even with every fix;
-# by how much varies from run to run with what else the two cores do (the efficiency above is one run).
+# A reading, not a compared verdict: in the training steps alone (no evaluation, no loader workers) the
+# fixed setup comes close to perfect scaling on this machine when it is quiet, and some rounds reach it,
+# so whether it stays below is not resolvable here (the verdict above, as it came out in this run); beside
+# other work the two workers lose more than the one, as each rank needs a core of its own. The outcome
+# depends on the machine's load, not on the code: `scripts/verdict_stability.py` records it over repeated
+# runs (`data/runs/verdict-stability-cpu2.json`). Compare 01: the posted setup's steps on 2 workers were
+# slower than on 1 in every round.
 # What they share here is counted, not measured: 2 ranks on 2 cores, each with its intra-op thread, gloo's
 # all-reduce threads and the notebook's process on the same cores (gloo is a CPU library: its all-reduce
 # runs in each rank's own threads). On GPUs the sharing moves, it does not vanish: NCCL's collectives are kernels on the

@@ -84,7 +84,7 @@ for order in spread.interleave(["1", "2"], 4):
             launch(plain.plain_fit, (big, where.accelerator), world_size=2, timeout=120)
         steps[n].append(max(min(s["step_time"] for s in r["times"]["steps"][3:]) for r in runs))
 per256 = {"1": steps["1"], "2": [s / 2 for s in steps["2"]]}
-for a, b in zip(per256["1"], per256["2"]):
+for a, b in zip(per256["1"], per256["2"], strict=True):
     print(f"per 256 samples: 1 worker {a * 1e3:.1f} ms, 2 workers {b * 1e3:.1f} ms: speedup {a / b:.2f}")
 
 # %% [markdown]
@@ -109,7 +109,7 @@ print(f"predicted speedup of 2 workers at width 1024: own cores {pred_own:.2f}, 
 # and the verdict below checks that reading against the rounds:
 
 # %%
-got = [a / b for a, b in zip(per256["1"], per256["2"])]
+got = [a / b for a, b in zip(per256["1"], per256["2"], strict=True)]
 ceiling = claims.below_ceiling(got, pred_own, 2, "the fixed test's samples at width 1024 (plain PyTorch)").show()
 
 # %% [markdown]
@@ -160,7 +160,8 @@ for name, e in (lev["results"]["levers"] if lev else {}).items():
 # %%
 on = f"case 2's MLP, {records.describe_machine(lev).split(';')[0] if lev else 'no record'}, recorded"
 fx = recorded_medians(lev["results"], "fixed") if lev else []
-med = lambda name: recorded_medians(lev["results"], name) if lev else []
+def med(name):
+    return recorded_medians(lev["results"], name) if lev else []
 claims.faster_step("posted", med("posted"), "fixed", fx, on).show()
 claims.faster_step("fixed", fx, "fused-Adam", med("fused"), on).show()
 claims.faster_step("fixed", fx, "torch.compile(reduce-overhead)", med("compiled"), on).show()
@@ -186,7 +187,7 @@ print(f"fastest one-GPU step: {fastest} {ok[fastest] * 1e3:.3f} ms" if fastest e
 pairs = records.load("case2-h200-pairs")
 print(records.describe_machine(pairs))
 lt, pl = recorded_medians(pairs["results"], "fixed"), recorded_medians(pairs["results"], "fixed-plain")
-diffs = [(a - b) * 1e3 for a, b in zip(lt, pl) if a is not None and b is not None]
+diffs = [(a - b) * 1e3 for a, b in zip(lt, pl, strict=True) if a is not None and b is not None]
 print(f"per round, Lightning minus plain: {min(diffs):.2f} .. {max(diffs):.2f} ms (median {spread.summary(diffs)['median']:.2f} ms) over {len(diffs)} rounds")
 claims.faster_step("Lightning", lt, "plain-PyTorch", pl, "fixed test, one H200, recorded").show();
 
@@ -266,7 +267,7 @@ claims.gpus_win([r["speedup@256"] for r in table], 3, 256, "recorded steps, agai
 # %%
 lean = sensitivity(StepModel(one=one_floor, ddp=one_floor, k=k_gpu), 3, widths, **links)
 print("latency  busbw     exposed  speedup@256  break-even width  (N step as fast as one GPU's fastest)")
-for r, q in zip(table, lean):
+for r, q in zip(table, lean, strict=True):
     print(f"{r['latency'] * 1e6:5.0f} µs {r['busbw'] / 1e9:5.0f} GB/s  {r['exposed']:5.0%}   {r['speedup@256']:8.2f}     "
           f"{r['breakeven']!s:>8s}          ({q['breakeven']})")
 

@@ -94,22 +94,40 @@ def fit_latency_bandwidth(rows: list[dict]) -> dict:
 
     Weighting each point by 1/time keeps the small, latency-bound sizes from
     being drowned by the large ones. Returns latency (s), bandwidth (algbw,
-    B/s) and the largest relative error of the fit over the points.
+    B/s), the largest relative error of the fit over the points, and whether
+    each term was resolvable from these sizes: the bytes term must be at least
+    RESOLVED of the largest size's time (else every size was latency-bound and
+    the bandwidth is noise), the latency at least RESOLVED of the smallest's.
     """
     xs = [r["bytes"] for r in rows]
     ys = [r["time"] for r in rows]
     w = [1.0 / y for y in ys]
     # Weighted normal equations for y = a + b x.
     sw = sum(wi * wi for wi in w)
-    sx = sum(wi * wi * x for wi, x in zip(w, xs))
-    sy = sum(wi * wi * y for wi, y in zip(w, ys))
-    sxx = sum(wi * wi * x * x for wi, x in zip(w, xs))
-    sxy = sum(wi * wi * x * y for wi, x, y in zip(w, xs, ys))
+    sx = sum(wi * wi * x for wi, x in zip(w, xs, strict=True))
+    sy = sum(wi * wi * y for wi, y in zip(w, ys, strict=True))
+    sxx = sum(wi * wi * x * x for wi, x in zip(w, xs, strict=True))
+    sxy = sum(wi * wi * x * y for wi, x, y in zip(w, xs, ys, strict=True))
     b = (sw * sxy - sx * sy) / (sw * sxx - sx * sx)
     a = (sy - b * sx) / sw
     a, b = max(a, 0.0), max(b, 1e-30)
-    err = max(abs(a + b * x - y) / y for x, y in zip(xs, ys))
-    return {"latency": a, "bandwidth": 1.0 / b, "max_rel_error": err}
+    err = max(abs(a + b * x - y) / y for x, y in zip(xs, ys, strict=True))
+    big, small = max(range(len(xs)), key=xs.__getitem__), min(range(len(xs)), key=xs.__getitem__)
+    return {"latency": a, "bandwidth": 1.0 / b, "max_rel_error": err,
+            "bandwidth_resolved": b * xs[big] >= RESOLVED * ys[big],
+            "latency_resolved": a >= RESOLVED * ys[small]}
+
+
+RESOLVED = 0.1  # a term of the fit below this share of the time it should explain is noise
+
+
+def describe_fit(fit: dict) -> str:
+    """The fit in words, saying which term these sizes could not resolve."""
+    lat = f"latency {fit['latency'] * 1e6:.1f} us" if fit.get("latency_resolved", True) else \
+        "latency not resolvable (every size was bandwidth-bound: add smaller ones)"
+    bw = f"bandwidth {fit['bandwidth'] / 1e9:.2f} GB/s (algbw)" if fit.get("bandwidth_resolved", True) else \
+        "bandwidth not resolvable (every size was latency-bound: add larger ones, e.g. --max-bytes 67108864)"
+    return f"fit: {lat}, {bw}"
 
 
 # -- the one cost model: time = latency + bytes / algbw -------------------------

@@ -60,5 +60,7 @@ def main(argv=None) -> int:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser, runners = build_parser(chosen)
     args = parser.parse_args(argv)
+    from . import cmdline
+    cmdline.check_record(parser, args)
     runners[args.command](args)
     return 0

@@ -12,13 +12,48 @@ from . import records, runtime
 from .launcher import run
 
 
-def common(p: argparse.ArgumentParser) -> None:
-    """Arguments every multi-process command takes."""
-    p.add_argument("--nproc", type=int, default=2, help="workers to start (ignored under torchrun)")
-    p.add_argument("--backend", choices=["gloo", "nccl"], default=None, help="default: NCCL if GPUs, else gloo")
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (argparse turns the error into a one-line usage message)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: use a whole number >= 1")
+    return n
+
+
+def positive_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = 0.0
+    if not x > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: use a number of seconds > 0")
+    return x
+
+
+def record_args(p: argparse.ArgumentParser) -> None:
+    """--record NAME and --overwrite; `check_record` refuses a taken name before any work."""
     p.add_argument("--record", metavar="NAME", help="save a run record as data/runs/NAME.json")
     p.add_argument("--overwrite", action="store_true", help="replace an existing record")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds for the whole run")
+
+
+def common(p: argparse.ArgumentParser) -> None:
+    """Arguments every multi-process command takes."""
+    p.add_argument("--nproc", type=positive_int, default=2, help="workers to start (ignored under torchrun)")
+    p.add_argument("--backend", choices=["gloo", "nccl"], default=None, help="default: NCCL if GPUs, else gloo")
+    record_args(p)
+    p.add_argument("--timeout", type=positive_float, default=600.0,
+                   help="seconds for the run once every worker has started")
+
+
+def check_record(parser: argparse.ArgumentParser, args) -> None:
+    """Refuse, before any work, a --record name that exists without --overwrite (exit status 2)."""
+    name = getattr(args, "record", None)
+    if name and not getattr(args, "overwrite", False) and records.exists(name, records.RUNS_DIR):
+        parser.error(f"--record {name}: data/runs/{name}.json exists; pass --overwrite to replace it, "
+                     "or choose another name")
 
 
 def run_workers(args, fn, fn_args=()):

@@ -53,7 +53,8 @@ def compare_number(answer, expected: float, rel_right: float = 0.02, rel_close: 
     way = "too large" if a > expected else "too small"
     if rel <= rel_close:
         return "close", f"{what} is {rel:.0%} {way}: check your rounding or units"
-    return "wrong", f"{what} is {way} by a factor {max(a, expected) / max(min(a, expected), 1e-300):.3g}: check the formula"
+    factor = max(a, expected) / max(min(a, expected), 1e-300)
+    return "wrong", f"{what} is {way} by a factor {factor:.3g}: check the formula"
 
 
 def compare_choice(answer, expected, explain: dict | None = None) -> tuple[str, str]:

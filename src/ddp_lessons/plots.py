@@ -44,7 +44,7 @@ def step_breakdown(rank_times: list[dict], title: str = "", skip: int = 0, unit:
     remainder; the grey line is the step time, the black one all-reduce busy time."""
     n = len(rank_times)
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.2), sharey=True, squeeze=False)
-    for ax, times in zip(axes[0], rank_times):
+    for ax, times in zip(axes[0], rank_times, strict=True):
         steps = times["steps"][skip:]
         others = list(dict.fromkeys(k for s in steps for k in s.get("phases", {}) if k not in _KNOWN))
         rows = [_step_parts(s, others) for s in steps]
@@ -54,7 +54,7 @@ def step_breakdown(rank_times: list[dict], title: str = "", skip: int = 0, unit:
         for key, label, color in styles + [("remainder", "no phase (remainder)", "#eeeeee")]:
             vals = [r[key] * unit for r in rows]
             ax.bar(xs, vals, bottom=bottom, color=color, label=label, width=0.85, edgecolor="none")
-            bottom = [b + v for b, v in zip(bottom, vals)]
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         ax.plot(xs, [s["step_time"] * unit for s in steps], "_", color="#555555", ms=8, label="step time")
         ax.plot(xs, [s.get("allreduce", 0.0) * unit for s in steps], "k.-", lw=1, label="all-reduce busy")
         ax.set_title(f"rank {times['rank']}" + (f" ({times['device']})" if times.get("device") else ""))
@@ -123,7 +123,8 @@ def compare(comparison, title: str = "runs compared"):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
     tp = [r[comparison.metric] for r in rows]
     med = [t["median"] if t else 0.0 for t in tp]
-    err = [[m - (t["min"] if t else 0.0) for m, t in zip(med, tp)], [(t["max"] if t else 0.0) - m for m, t in zip(med, tp)]]
+    err = [[m - (t["min"] if t else 0.0) for m, t in zip(med, tp, strict=True)],
+           [(t["max"] if t else 0.0) - m for m, t in zip(med, tp, strict=True)]]
     a1.bar(names, med, yerr=err, capsize=4, color="#4c72b0")
     a1.set_ylabel("samples/s (median, min-max of repeats)")
     # stacked: the parts of a step; "wait" is inside "exposed", the all-reduce partly hidden
@@ -132,7 +133,7 @@ def compare(comparison, title: str = "runs compared"):
     for i, k in enumerate(keys):
         vals = [(r["phases"].get(k) or {"median": 0.0})["median"] * 1e3 for r in rows]
         a2.bar(names, vals, bottom=bottom, label=k, color=(PARTS_COLORS.get(k) or _OTHER_COLORS[i % 5]))
-        bottom = [b + v for b, v in zip(bottom, vals)]
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     a2.plot(names, [r["step"]["median"] * 1e3 for r in rows], "k_", ms=20, label="step time")
     a2.set_ylabel("median step (ms)")
     a2.legend(fontsize=7)

@@ -147,6 +147,11 @@ def _path(name_or_path, runs_dir):
     return p if p.is_absolute() or p.parent != Path(".") else Path(runs_dir) / p
 
 
+def exists(name: str, runs_dir=None) -> bool:
+    """Would `save(..., name, runs_dir)` find a record there already?"""
+    return _path(name, runs_dir if runs_dir is not None else default_dir()).exists()
+
+
 def save(record: dict, name: str, runs_dir=None, overwrite: bool = False) -> Path:
     """Write `record` to runs_dir/name.json atomically (runs_dir None:
     `default_dir()`; a name with a folder is a path); refuse to replace one."""
@@ -218,7 +223,8 @@ def describe_machine(rec: dict) -> str:
     """One line naming the hardware and versions a record was made on
     (ending 'measured live in this run' for one `stored_or_live` made here)."""
     m = rec["machine"]
-    dev = f"{len(m['gpus'])}x {m['gpus'][0]}" if m.get("gpus") else f"{m.get('cpu_affinity') or m['cpu_count']} CPU cores ({m.get('cpu_model')})"
+    cores = m.get("cpu_affinity") or m["cpu_count"]
+    dev = f"{len(m['gpus'])}x {m['gpus'][0]}" if m.get("gpus") else f"{cores} CPU cores ({m.get('cpu_model')})"
     extra = f", NCCL {m['nccl']}, driver {m['driver']}" if m.get("nccl") else ""
     when = "measured live in this run" if rec.get("live") else f"recorded {rec['created'][:10]}"
     return f"{dev}; torch {m['torch']}{extra}; Python {m['python']}; {when}"

@@ -96,7 +96,7 @@ def compare(a, b, min_rounds: int = MIN_ROUNDS) -> dict:
     (e.g. median step times); a round where either is None (failed) is left out.
     Returns rounds (paired), ratios (b / a per round), median_ratio, min_ratio,
     max_ratio, a_median, b_median (over rounds) and verdict."""
-    pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
+    pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     ratios = [y / x for x, y in pairs]
     out = {"rounds": len(pairs), "ratios": ratios, "verdict": verdict(ratios, min_rounds),
            "median_ratio": None, "min_ratio": None, "max_ratio": None,

@@ -139,7 +139,11 @@ def paired(claim: str, a, b, *, faster: str = "b", names: tuple[str, str] = ("A"
     (the sign test of `spread.verdict`): all below 1 means B is faster."""
     if faster not in ("a", "b"):
         raise ValueError(f"faster={faster!r}: use 'a' or 'b'")
-    pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
+    a, b = list(a), list(b)
+    if a and b and len(a) != len(b):
+        raise ValueError(f"paired: {len(a)} rounds of {names[0]} against {len(b)} of {names[1]}: give one value "
+                         "per round to each (None for a failed round), or decide unpaired with `separated`")
+    pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]  # noqa: B905 - one side may be empty
     ratios = [y / x for x, y in pairs]
     what = f"{names[1]}/{names[0]} per round"
     side = "<" if faster == "b" else ">"
@@ -180,7 +184,8 @@ def exact(claim: str, value, *, expected=None, side: str | None = None, limit=No
         rule = f"holds when {what} {side} {_fmt(limit, unit)} (exact, no spread)"
     else:
         ok = value == expected
-        rule = f"holds when {what} == {_fmt(expected, unit) if not isinstance(expected, (list, tuple, dict, set)) else expected} (exact)"
+        shown = expected if isinstance(expected, (list, tuple, dict, set)) else _fmt(expected, unit)
+        rule = f"holds when {what} == {shown} (exact)"
     nums = {what: _fmt(value, unit) if isinstance(value, (int, float)) else str(value)}
     nums.update(numbers or {})
     return Verdict(claim, HOLDS if ok else FAILS, nums, rule)

@@ -5,7 +5,8 @@ options (what the post, the answer and the fix set) -> parts (model, sampler,
 loader, schedule, loss accumulator, log, epoch edges: each switched by one
 option) -> setup (the options turned into those objects once: a Plan) ->
 train (the worker: epochs over the plan, reading no option) ; evaluate ;
-results (reading what the workers return) ; claims, claims_gpu, gap,
+results (reading what the workers return) ; scaling (1 worker against 2 in
+interleaved rounds) ; claims, claims_gpu, gap,
 buckets (each conclusion of notebooks 01-03 as a verdict on the run's
 numbers, the recorded GPU rounds, the modelled 133 s against 105 s, the
 order gradients become ready) ; replay
@@ -18,6 +19,7 @@ written to disk, its reader) ; exercises ; cli.
 from .data import VQAFeatureDataset
 from .evaluate import evaluate, evaluate_worker
 from .options import Options, parse_override
+from . import scaling
 from .posted import run_without_launcher
 from .replay import rerun
 from .results import allreduce_time, by_run, epoch_span, per_rank, throughput
@@ -27,4 +29,4 @@ from .train import train, train_many
 __all__ = ["Options", "parse_override", "train", "train_many", "evaluate", "evaluate_worker",
            "TINY_DATA", "tiny_dataset", "VQAFeatureDataset", "make_vqa_dataset",
            "allreduce_time", "by_run", "epoch_span", "per_rank", "throughput",
-           "run_without_launcher", "rerun"]
+           "run_without_launcher", "rerun", "scaling"]

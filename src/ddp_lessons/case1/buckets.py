@@ -66,7 +66,8 @@ def late_tensor_exposed(order: list[tuple[str, int]], caps_mb=(1, 4, 25), limit:
                    f"overlaps them with the backward pass", last / total, side=">", limit=limit,
                    what="its share of the gradient bytes",
                    numbers={"bytes": f"{last:,} of {total:,}",
-                            "share in the last bucket, by bucket size": ", ".join(f"{k} {v}" for k, v in shares.items())})
+                            "share in the last bucket, by bucket size":
+                                ", ".join(f"{k} {v}" for k, v in shares.items())})
 
 
 def calls_match(order: list[tuple[str, int]], measured: dict) -> V.Verdict:

@@ -22,13 +22,6 @@ from .. import verdict as V
 from ..spread import quartiles
 
 
-def ratio_bounds(a, b) -> tuple[float, float, float]:
-    """(low, median, high) of b / a for two runs' step times: the medians'
-    ratio, bounded by each run's quartiles (Q1_b / Q3_a .. Q3_b / Q1_a)."""
-    qa, qb = quartiles(a), quartiles(b)
-    return qb[0] / qa[2], qb[1] / qa[1], qb[2] / qa[0]
-
-
 def split_disjoint(qids_per_rank: list[list], n_train: int) -> V.Verdict:
     """01: the posted sampler, under a launcher, gives each rank a disjoint
     share and together the whole train split (exact, from the question ids)."""
@@ -42,16 +35,14 @@ def split_disjoint(qids_per_rank: list[list], n_train: int) -> V.Verdict:
                     "does not hold under a launcher)", ok, full)
 
 
-def two_workers_not_twice_as_fast(one_steps, two_steps_per_rank) -> V.Verdict:
+def two_workers_not_twice_as_fast(rounds: dict) -> V.Verdict:
     """01: with the same per-rank batch, 2 workers take half the steps each, so
     the epoch is twice as fast only if a step is as fast as on 1 worker. The
-    claim: a step on the slower of the 2 ranks takes longer than on 1 worker,
-    by the steps' quartiles (so the epoch is less than twice as fast)."""
-    lows, meds, highs = zip(*(ratio_bounds(one_steps, s) for s in two_steps_per_rank))
-    return V.interval("an epoch on 2 workers is less than twice as fast as on 1 (each of their steps is slower)",
-                      max(lows), max(highs), side=">", limit=1.0,
-                      what="step time, slower rank of 2 / 1 worker (quartile bounds)",
-                      numbers={"median ratio": f"{max(meds):.2f}"})
+    claim: in every interleaved round (`scaling.rounds`) a step on the slower of
+    the 2 ranks takes longer than on 1 worker (so the epoch is less than twice as fast)."""
+    ratios = [t2 / t1 for t1, t2 in zip(rounds["1 worker"], rounds["2 workers"], strict=True)]
+    return V.repeats("an epoch on 2 workers is less than twice as fast as on 1 (each of their steps is slower)",
+                     ratios, side=">", limit=1.0, what="step time, slower rank of 2 / 1 worker, per round")
 
 
 def eval_wait(rows: list[dict], evaluator: int = 0, other: int = 1) -> V.Verdict:
@@ -169,19 +160,13 @@ def distributed_count_equal(single: list[int], summed: list[int], claim: str) ->
                    numbers={"single process right": f"{right} of {n}"})
 
 
-def scaling_below(one_steps, two_steps_per_rank, batch_one: int, batch_two: int,
-                  limit: float = 0.75) -> V.Verdict:
+def scaling_below(rounds: dict, limit: float = 0.75) -> V.Verdict:
     """03: scaling efficiency = 2-worker throughput / (2 x 1-worker throughput),
-    from median steps, bounded by the steps' quartiles. The claim: it stays below `limit`."""
-    lows, meds, highs = zip(*(ratio_bounds(one_steps, s) for s in two_steps_per_rank))
-    n = len(two_steps_per_rank)
-
-    def eff(ratios):  # each rank's throughput batch_two / step = batch_two / (ratio * step_one)
-        return sum(batch_two / r for r in ratios) / (n * batch_one)
-    return V.interval(f"scaling efficiency on {n} workers stays below {limit:.0%} here" if limit < 1 else
-                      f"{n} workers stay below perfect scaling here",
-                      eff(highs), eff(lows), side="<", limit=limit,
-                      what="efficiency (quartile bounds)", numbers={"at the medians": f"{eff(meds):.0%}"})
+    per interleaved round (`scaling.efficiency`). The claim: it stays below `limit`."""
+    from .scaling import efficiency
+    return V.repeats(f"scaling efficiency on 2 workers stays below {limit:.0%} here" if limit < 1 else
+                     "2 workers stay below perfect scaling here", efficiency(rounds), side="<", limit=limit,
+                     what="efficiency per round")
 
 
 def diagnosis_sees_evaluation(ranks: list, evaluating: int = 0, factor: float = 10.0) -> V.Verdict:

@@ -49,7 +49,7 @@ def round_medians(rec: dict, name: str) -> list[float | None]:
 def pair(rec: dict, a: str, b: str, claim: str, faster: str = "b") -> V.Verdict:
     """`claim` (B faster than A, or A than B) by the per-round ratios B / A."""
     ma, mb = round_medians(rec, a), round_medians(rec, b)
-    done = [(x, y) for x, y in zip(ma, mb) if x is not None and y is not None]
+    done = [(x, y) for x, y in zip(ma, mb, strict=True) if x is not None and y is not None]
     med = {n: sorted(v)[len(v) // 2] for n, v in ((a, [x for x, _ in done]), (b, [y for _, y in done]))}
     return V.paired(claim, ma, mb, faster=faster, names=(a, b),
                     numbers={"rounds": str(len(done)),

@@ -24,9 +24,9 @@ def cli_command(p):
                    help="override one Options field, typed and checked by the field, "
                         "e.g. find_unused_parameters=false")
     p.add_argument("--model", choices=Options.choices()["model"], default=None)
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--steps-limit", type=int, default=None)
+    p.add_argument("--batch-size", type=cmdline.positive_int, default=None)
+    p.add_argument("--epochs", type=cmdline.positive_int, default=1)
+    p.add_argument("--steps-limit", type=cmdline.positive_int, default=None)
     p.add_argument("--amp", action="store_true", help="bf16 autocast around the forward pass")
     p.add_argument("--data-root", default=None, help="default: the tiny dataset in data/vqa_tiny")
 

@@ -158,7 +158,7 @@ class Fusion(nn.Module):
         self.image_layers = nn.ModuleList(CoAttentionLayer(*args) for _ in range(c.fusion_layers))
 
     def forward(self, t, t_pad, v):
-        for tl, vl in zip(self.text_layers, self.image_layers):
+        for tl, vl in zip(self.text_layers, self.image_layers, strict=True):
             t, v = tl(t, t_pad, v, None), vl(v, None, t, t_pad)
         return t, v
 

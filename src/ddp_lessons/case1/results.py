@@ -11,7 +11,7 @@ from ..timing import median_step
 
 def by_run(results: list[list[dict]]) -> list[list[dict]]:
     """Turn launch(train_many, ...)'s per-rank lists into per-run lists of ranks."""
-    return [list(ranks) for ranks in zip(*results)]
+    return [list(ranks) for ranks in zip(*results, strict=True)]
 
 
 def per_rank(results: list[dict], skip: int = 2) -> list[dict]:

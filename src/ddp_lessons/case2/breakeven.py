@@ -48,7 +48,7 @@ def fit_compute(points) -> tuple[float, float]:
     ys = [t for _, _, t in points]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
-    k = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    k = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
     k = max(k, 0.0)
     return max(my - k * mx, 0.0), k
 

@@ -117,16 +117,17 @@ def bytes_vs_latency(fits, nbytes: int, factor: float = 8.0) -> V.Verdict:
 # -- 05: start-up against the all-reduces, as a function of the epochs --------------------
 def crossover_epochs(startup_s, allreduce_per_epoch_s) -> list[float]:
     """Per rank: the epoch count at which the run's all-reduces add up to its start-up."""
-    return [s / a if a > 0 else math.inf for s, a in zip(startup_s, allreduce_per_epoch_s)]
+    return [s / a if a > 0 else math.inf for s, a in zip(startup_s, allreduce_per_epoch_s, strict=True)]
 
 
 def startup_vs_allreduce(startup_s, allreduce_per_epoch_s, epochs: int, factor: float = 3.0) -> V.Verdict:
     """Per rank, start-up (process start, imports, rendezvous, Lightning setup)
     against `epochs` x that rank's all-reduce time per epoch: the claim is that the
     start-up costs more than `factor` times all the all-reduces of an `epochs`-epoch run."""
-    ratios = [s / (epochs * a) if a > 0 else math.inf for s, a in zip(startup_s, allreduce_per_epoch_s)]
+    ratios = [s / (epochs * a) if a > 0 else math.inf for s, a in zip(startup_s, allreduce_per_epoch_s, strict=True)]
     cross = crossover_epochs(startup_s, allreduce_per_epoch_s)
-    return V.interval(f"at {epochs} epochs, start-up costs more than {factor:g}x all the all-reduces",
+    what = f"{factor:g}x all the all-reduces" if factor != 1 else "all the all-reduces"
+    return V.interval(f"at {epochs} epochs, start-up costs more than {what}",
                       min(ratios), max(ratios), side=">", limit=factor,
                       what="start-up / all-reduces, per rank (min .. max)",
                       numbers={"crossover (start-up = all-reduces), per rank":
@@ -200,7 +201,7 @@ def nvml_in_step(rec: dict) -> V.Verdict:
 def nvml_added(rec: dict) -> list[float | None]:
     """Per round: what the NVML block added to training_step (s)."""
     on, off = per_round(rec, "fixed-nvml", "training_step"), per_round(rec, "fixed", "training_step")
-    return [None if a is None or b is None else a - b for a, b in zip(on, off)]
+    return [None if a is None or b is None else a - b for a, b in zip(on, off, strict=True)]
 
 
 def nvml_held_vs_fresh(res: dict) -> V.Verdict:
@@ -216,7 +217,8 @@ def nvml_below_standalone(rec: dict, per_call_s: float) -> V.Verdict:
     per-call figure of a process where nothing holds NVML open: the claim is
     that inside the fit it costs less than that figure says."""
     return V.repeats("inside the GPU fit the NVML block adds less to a step than the standalone "
-                     "per-call figure (nothing holding NVML open)", [x * 1e3 if x is not None else None for x in nvml_added(rec)],
+                     "per-call figure (nothing holding NVML open)",
+                     [x * 1e3 if x is not None else None for x in nvml_added(rec)],
                      side="<", limit=per_call_s * 1e3, what="added to training_step per round", unit="ms",
                      numbers={"standalone per call": V._fmt(per_call_s * 1e3, "ms")})
 

@@ -8,7 +8,7 @@ any sentence that relies on it. Defined in notebook 06_case2_breakeven.
 from __future__ import annotations
 
 from .. import verdict
-from ..verdict import FAILS, HOLDS, UNRESOLVED, Verdict
+from ..verdict import Verdict
 
 
 def below_ceiling(speedups, ceiling: float, n: int = 2, what: str = "the fixed test") -> Verdict:
@@ -16,7 +16,7 @@ def below_ceiling(speedups, ceiling: float, n: int = 2, what: str = "the fixed t
     stay below a model's speedup: the model is read as a ceiling (what it leaves
     out, shared cores, caches and gloo's threads, only slows the workers)."""
     return verdict.repeats(f"{n} workers stay below the own-cores model's speedup on {what}", speedups,
-                           side="<", limit=ceiling, what=f"measured speedup per round",
+                           side="<", limit=ceiling, what="measured speedup per round",
                            numbers={"model": f"{ceiling:.3g}"})
 
 

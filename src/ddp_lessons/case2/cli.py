@@ -11,6 +11,7 @@ Defined in notebook 04_case2_lightning.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 from .. import cmdline
@@ -67,6 +68,16 @@ def _print(args, res):
                   f"step {m['step_time'] * 1e3:.3f} ms (median), {r['optimizer_steps']} optimizer steps")
 
 
+def _widths(text: str) -> list[int]:
+    try:
+        widths = [int(x) for x in text.split(",")]
+    except ValueError:
+        widths = []
+    if not widths or min(widths) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: use widths >= 1 separated by commas, e.g. 64,256,1024")
+    return widths
+
+
 def cli_command(p):
     """`python -m ddp_lessons case2 --mode {posted,fixed,nvml,sweep} ...`; returns the runner.
 
@@ -84,15 +95,15 @@ def cli_command(p):
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                    type=Options.override_arg,
                    help="override one Options field, typed and checked by the field, e.g. nvml=off")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--size", type=int, default=5000)
-    p.add_argument("--width", type=int, default=256)
-    p.add_argument("--depth", type=int, default=3)
-    p.add_argument("--train-batches", type=float, default=1.0, help="limit_train_batches")
-    p.add_argument("--repeats", type=int, default=50, help="nvml mode: calls to time")
-    p.add_argument("--steps", type=int, default=30, help="sweep mode: steps per width")
-    p.add_argument("--widths", type=lambda s: [int(x) for x in s.split(",")], default=[64, 256, 1024, 4096])
+    p.add_argument("--epochs", type=cmdline.positive_int, default=3)
+    p.add_argument("--batch", type=cmdline.positive_int, default=256)
+    p.add_argument("--size", type=cmdline.positive_int, default=5000)
+    p.add_argument("--width", type=cmdline.positive_int, default=256)
+    p.add_argument("--depth", type=cmdline.positive_int, default=3)
+    p.add_argument("--train-batches", type=cmdline.positive_float, default=1.0, help="limit_train_batches")
+    p.add_argument("--repeats", type=cmdline.positive_int, default=50, help="nvml mode: calls to time")
+    p.add_argument("--steps", type=cmdline.positive_int, default=30, help="sweep mode: steps per width")
+    p.add_argument("--widths", type=_widths, default=[64, 256, 1024, 4096])
 
     def run(args):
         if args.train_batches >= 1:

@@ -116,7 +116,8 @@ def record(out, names=tuple(levers.LEVERS), cfg: dict | None = None, tag: str | 
     def save(res):
         rec["results"] = res
         records.save(rec, path, overwrite=True)
-        print(f"{res['status']}, {res['rounds_done']} round(s): " + "; ".join(_line(n, e) for n, e in res["levers"].items()),
+        print(f"{res['status']}, {res['rounds_done']} round(s): "
+              + "; ".join(_line(n, e) for n, e in res["levers"].items()),
               flush=True)
     save(run_levers(names, cfg, device=device, save=save, **run))
     return path

@@ -54,7 +54,8 @@ def _repeat(ranks, skip) -> dict:
 
 
 def _custom(ranks):
-    return {k for r in ranks for s in r["steps"][:1] for k in s.get("phases", {})} - {"forward", "backward", "optimizer"}
+    named = {k for r in ranks for s in r["steps"][:1] for k in s.get("phases", {})}
+    return named - {"forward", "backward", "optimizer"}
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def diagnose(results) -> Diagnosis:
                 "steps": r["account"]["steps"] if m["account"] else m["wall"],
                 "outside": sum(m["outside"].values()), "outside_work": dict(m["outside"]),
                 "unattributed": r["account"]["unattributed"] if m["account"] else None}
-               for m, r in zip(ms, ranks)]
+               for m, r in zip(ms, ranks, strict=True)]
     return Diagnosis(found, undecided(ranks, ms, world), summary, world, setup)
 
 
@@ -55,7 +55,7 @@ def undecided(ranks, ms, world) -> list[str]:
         out.append("waiting for a slower rank vs exposed all-reduce: no common clock (the timer was created "
                    "before the process group, or on one rank only); `exposed` includes any wait")
     else:
-        err = max((r.get("clock") or {}).get("error", 0.0) * m["steps"] for r, m in zip(ranks, ms))
+        err = max((r.get("clock") or {}).get("error", 0.0) * m["steps"] for r, m in zip(ranks, ms, strict=True))
         top = max((m["wait"] for m in ms), default=0.0)
         if world > 1 and top > 0 and err > rules.CLOCK_TRUST * top:
             out.append(f"waiting for a slower rank: the clock's error over the steps ({err:.3g} s) is over "
@@ -64,7 +64,7 @@ def undecided(ranks, ms, world) -> list[str]:
     if after >= rules.MIN_SHARE:
         out.append(f"{after:.0%} of a rank's wall after its last step is not in timer.outside(): wrap that "
                    "work (final evaluation, saving) in timer.outside(name) to have it named")
-    gpu = [m["step_time"] for r, m in zip(ranks, ms) if str(r.get("device", "")).startswith("cuda")]
+    gpu = [m["step_time"] for r, m in zip(ranks, ms, strict=True) if str(r.get("device", "")).startswith("cuda")]
     if gpu and min(gpu) < rules.SHORT_GPU_STEP:
         out.append(f"host-bound (kernel launches) GPU steps: the median step is {min(gpu) * 1e3:.3g} ms; CUDA "
                    "event marks cannot tell an idle GPU from a busy one: profile a few steps "

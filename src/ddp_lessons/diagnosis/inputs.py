@@ -31,12 +31,18 @@ def rank_results(run) -> list[dict]:
     if isinstance(run, (str, Path)):
         from .. import records
         run = records.load(run)
+    record = None
     if isinstance(run, dict) and "schema" in run:
+        record = f"the record ({run.get('kind')!r}, made {run.get('created')})"
         run = run.get("results")
         if isinstance(run, dict):
             run = run.get("ranks", run)
     if isinstance(run, dict) and _timer_result(run) is not None:
         run = [run]
+    no_timer = not isinstance(run, (list, tuple)) or not run or any(_timer_result(v) is None for v in run)
+    if record and no_timer:
+        raise ValueError(f"{record} holds no StepTimer result per rank: diagnose reads runs whose workers were "
+                         "timed with StepTimer (records of case1, case2 or train-mlp, for instance)")
     if not isinstance(run, (list, tuple)) or not run:
         raise ValueError("pass what launch/run returned (one value per rank), a record, or a record's name; "
                          f"got {type(run).__name__}")

@@ -83,7 +83,7 @@ def overhead_paired(times: dict, mode: str, base: str = "off", budget: float = 0
     """From an overhead record's per-round times (`times[mode][i]`, round i
     of every mode run back to back): the timer in `mode` costs less than
     `budget` of the step, in every round."""
-    ratios = [m / b - 1 for m, b in zip(times[mode], times[base])]
+    ratios = [m / b - 1 for m, b in zip(times[mode], times[base], strict=True)]
     return V.repeats(f"timing in mode '{mode}' costs less than {budget:.0%} of the step", ratios, side="<",
                      limit=budget, what=f"{mode}/{base} - 1 per round",
                      numbers={"step": f"{statistics.median(times[base]) * 1e3:.1f} ms"})

@@ -28,6 +28,7 @@ def hello_command(p):
         if out is not None:
             for r in out:
                 print(f"rank {r['rank']}/{r['world_size']} {r['backend']}: sum={r['sum']:g}")
+            cmdline.save_record(args, "hello", {"world_size": len(out)}, list(out), backend=out[0]["backend"])
     return run
 
 
@@ -45,8 +46,9 @@ def allreduce_command(p):
         rows = allreduce.summarize(out)
         fit = allreduce.fit_latency_bandwidth(rows)
         for r in rows:
-            print(f"{r['bytes']:>12d} B  {r['time'] * 1e6:10.1f} us  algbw {r['algbw'] / 1e9:7.2f} GB/s  busbw {r['busbw'] / 1e9:7.2f} GB/s")
-        print(f"fit: latency {fit['latency'] * 1e6:.1f} us, bandwidth {fit['bandwidth'] / 1e9:.2f} GB/s (algbw)")
+            print(f"{r['bytes']:>12d} B  {r['time'] * 1e6:10.1f} us  algbw {r['algbw'] / 1e9:7.2f} GB/s  "
+                  f"busbw {r['busbw'] / 1e9:7.2f} GB/s")
+        print(allreduce.describe_fit(fit))
         cmdline.save_record(args, "allreduce", {"sizes": sizes, "iters": args.iters, "world_size": len(out)},
                     {"ranks": out, "rows": rows, "fit": fit}, backend=out[0]["backend"])
     return run
@@ -74,8 +76,7 @@ def train_mlp_command(p):
 
 
 def error_demos_command(p):
-    p.add_argument("--record", metavar="NAME")
-    p.add_argument("--overwrite", action="store_true")
+    cmdline.record_args(p)
 
     def run(args):
         """The launcher's refusals as a learner meets them on a GPU machine."""

@@ -84,18 +84,18 @@ def compare(kernels, steps, comm_source) -> dict:
     out["kernel_median_s"] = statistics.median(kern)
     if len(kern) == len(flat):
         out.update(_ratios("bucket", flat, kern))
-    counts = [len(b) or s.get("allreduce_calls", 0) for b, s in zip(ours, steps)]
+    counts = [len(b) or s.get("allreduce_calls", 0) for b, s in zip(ours, steps, strict=True)]
     if sum(counts) != len(kern):
         out["note"] = f"{len(kern)} all-reduce kernels against {sum(counts)} timed all-reduces: not paired"
         return out
-    per_step = [sum(b) if b else s.get("allreduce", 0.0) for b, s in zip(ours, steps)]
+    per_step = [sum(b) if b else s.get("allreduce", 0.0) for b, s in zip(ours, steps, strict=True)]
     starts = [sum(counts[:j]) for j in range(len(counts))]
-    out.update(_ratios("step", per_step, [sum(kern[a:a + c]) for a, c in zip(starts, counts)]))
+    out.update(_ratios("step", per_step, [sum(kern[a:a + c]) for a, c in zip(starts, counts, strict=True)]))
     return out
 
 
 def _ratios(what, timer_s, kernel_s) -> dict:
-    r = [t / k for t, k in zip(timer_s, kernel_s) if k > 0]
+    r = [t / k for t, k in zip(timer_s, kernel_s, strict=True) if k > 0]
     return {f"{what}_ratio_median": _med(r), f"{what}_ratio_p10": _q(r, 0.1),
             f"{what}_ratio_p90": _q(r, 0.9),
             f"{what}_within_10pct": sum(abs(x - 1) <= AGREE for x in r) / len(r) if r else None}
@@ -144,7 +144,7 @@ def fr_vs_profiler(cfg, data, groups) -> dict:
         return out
     for i, mb in enumerate(bufs):
         pairs = [(e.get("duration_ms"), (b - a) / 1e3) for e, (_, a, b) in
-                 zip(ours[i * reps:(i + 1) * reps], kernels[i * reps:(i + 1) * reps])]
+                 zip(ours[i * reps:(i + 1) * reps], kernels[i * reps:(i + 1) * reps], strict=True)]
         r = [d / k for d, k in pairs if d is not None and k > 0]
         out[f"{mb}MB"] = {"fr_ms": _med([d for d, _ in pairs]), "kernel_ms": _med([k for _, k in pairs]),
                           "ratio_median": _med(r),

@@ -126,7 +126,8 @@ def check_fork(start_method):
             "CUDA is already initialised in this process (even torch.cuda.is_available() does it), "
             "so forked workers cannot use it "
             "('Cannot re-initialize CUDA in forked subprocess'): use start_method='forkserver' "
-            "(the default) or 'spawn' with the worker in a module, or restart the kernel and launch before anything touches CUDA")
+            "(the default) or 'spawn' with the worker in a module, or restart the kernel and launch before "
+            "anything touches CUDA")
 
 
 def check_start_method(start_method):

@@ -46,9 +46,10 @@ def _reserve_port() -> socket.socket:
 
 # What the fork server imports once, so that each worker forked from it starts
 # in a fraction of a second instead of importing torch again (about 3 s of CPU
-# per rank on a laptop-class core). Nothing of ddp_lessons: a worker forked from
-# it imports the helper as it is now, so an edit reaches the next launch.
-FORKSERVER_PRELOAD = ("torch", "torch.distributed")
+# per rank on a laptop-class core) and torch._dynamo, which DDP's constructor
+# imports (1.8 s more). Nothing of ddp_lessons: a worker forked from it imports
+# the helper as it is now, so an edit reaches the next launch.
+FORKSERVER_PRELOAD = ("torch", "torch.distributed", "torch._dynamo")
 
 
 def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = None,

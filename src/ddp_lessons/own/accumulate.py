@@ -50,7 +50,7 @@ def accumulate(micro: int = 8, k: int = 4, d_in: int = 32, use_no_sync: bool = T
     x, y = _global_batch(micro, k, world, d_in, seed)
     mine = slice(rank * k * micro, (rank + 1) * k * micro)   # this rank's share of the global batch
     xs, ys = x[mine].split(micro), y[mine].split(micro)
-    for i, (xb, yb) in enumerate(zip(xs, ys)):
+    for i, (xb, yb) in enumerate(zip(xs, ys, strict=True)):
         last = i == k - 1
         ctx = ddp.no_sync() if use_no_sync and not last else contextlib.nullcontext()
         with ctx:
@@ -68,5 +68,5 @@ def _against_large_batch(grads, x, y, d_in, seed):
     torch.manual_seed(seed)
     ref = mlp(64, 2, d_in)   # the same initial weights
     F.mse_loss(ref(x), y).backward()
-    diff = max(float((g - p.grad).abs().max()) for g, p in zip(grads, ref.parameters()))
+    diff = max(float((g - p.grad).abs().max()) for g, p in zip(grads, ref.parameters(), strict=True))
     return diff, max(float(p.grad.abs().max()) for p in ref.parameters())

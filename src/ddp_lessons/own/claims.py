@@ -32,7 +32,7 @@ def evaluation_share_large(shares: list[float], limit: float = 0.2) -> v.Verdict
 def speedup_below(one: list[float], two: list[float], limit: float = 1.5) -> v.Verdict:
     """2 ranks are less than `limit` times as fast as 1, round by round
     (`one[i]`, `two[i]`: round i's run times on 1 and on 2 ranks)."""
-    return v.repeats(f"2 ranks are less than {limit} x as fast as 1", [a / b for a, b in zip(one, two)],
+    return v.repeats(f"2 ranks are less than {limit} x as fast as 1", [a / b for a, b in zip(one, two, strict=True)],
                      side="<", limit=limit, what="speed-up 1 rank / 2 ranks per round")
 
 
@@ -48,7 +48,7 @@ def evaluation_not_split(eval_1: list[float], eval_2: list[float], limit: float 
     """Round by round, each of 2 ranks spends over `limit` of the 1-rank evaluation
     time evaluating (split in two it would be about 0.5). `eval_2[i]`: round i's
     evaluation times of the 2 ranks."""
-    ratios = [t / one for one, ranks in zip(eval_1, eval_2) for t in ranks]
+    ratios = [t / one for one, ranks in zip(eval_1, eval_2, strict=True) for t in ranks]
     return v.repeats(f"each of 2 ranks spends over {limit} x the 1-rank evaluation time", ratios,
                      side=">", limit=limit, what="eval per rank, 2 ranks / 1 rank, per round")
 
@@ -105,10 +105,7 @@ def mostly_idle(idle_pct: float, limit: float = 50.0) -> v.Verdict:
                    what="idle time %")
 
 
-def accounted(accounts: list[dict], limit: float = 0.95) -> v.Verdict:
-    """The timer's named parts (steps and work outside them) cover more than
-    `limit` of each rank's wall time, in every account given (one per rank and
-    round): what is left unattributed is under 1 - `limit`."""
-    covered = [(a["steps"] + sum(a["outside"].values())) / a["wall"] for a in accounts if a["wall"] > 0]
-    return v.repeats(f"the timer's steps and outside work cover over {limit:.0%} of each rank's wall time",
-                     covered, side=">", limit=limit, what="(steps + outside) / wall per rank and round")
+def coverage(accounts: list[dict]) -> list[float]:
+    """Per account (one per rank and round): (steps + work outside them) / wall,
+    the share of the rank's time the timer's marks explain."""
+    return [(a["steps"] + sum(a["outside"].values())) / a["wall"] for a in accounts if a["wall"] > 0]

@@ -93,7 +93,8 @@ def make_evaluator(o: Options, ddp, testset, dev, group=None) -> Callable[[], di
             dist.all_reduce(counts, group=group)
         ddp.train()
         seen = int(counts[1])  # note: a CPU-GPU sync point, once per evaluation
-        return {"samples": len(test_loader.dataset) if not sharded else len(sampler), "accuracy": float(counts[0]) / seen}
+        return {"samples": len(test_loader.dataset) if not sharded else len(sampler),
+                "accuracy": float(counts[0]) / seen}
     return evaluate
 
 

@@ -76,3 +76,10 @@ def _register(ddp_model, state, hook):
         raise RuntimeError("this DDP model already has a communication hook: pass it to "
                            "StepTimer(ddp_model, hook=..., state=...) instead, and the timer "
                            "registers it, wrapped") from exc
+
+    def refuse(*_args, **_kwargs):
+        # DDP takes one hook per model; a second call would end in torch's bare "can only be called once".
+        raise RuntimeError("StepTimer already registered this DDP model's communication hook: pass your hook "
+                           "to the timer instead (StepTimer(ddp_model, hook=your_hook, state=your_state)), "
+                           "which registers it, wrapped")
+    ddp_model.register_comm_hook = refuse  # this model only: an instance attribute

@@ -112,7 +112,7 @@ def dump_flight_recorder():
 
 def entry_bytes(e: dict) -> int:
     n = 0
-    for sizes, dt in zip(e.get("input_sizes") or [], e.get("input_dtypes") or []):
+    for sizes, dt in zip(e.get("input_sizes") or [], e.get("input_dtypes") or [], strict=True):
         numel = 1
         for d in sizes:
             numel *= d

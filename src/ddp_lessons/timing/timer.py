@@ -258,7 +258,7 @@ class StepTimer:
         if self._fr is not None:
             out["flight_recorder"] = self._fr.info
         clock, waits = self._sync.finish(wall, t_end, [ready_time(s) for s in steps])
-        for s, w in zip(steps, waits):
+        for s, w in zip(steps, waits, strict=True):
             if w is not None:
                 s["wait"] = min(max(0.0, w), s.get("exposed", 0.0))
         clock["wait_source"] = "buckets" if self.mode == "full" else "backward end - exposed"
