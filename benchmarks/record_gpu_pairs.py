@@ -147,13 +147,15 @@ def case2_run(runner: str, opts, accelerator: str, skip: int) -> dict:
     steps = r["times"]["steps"]
     later = steps[skip:] or steps
     return step_row([s["step_time"] for s in steps], skip, wall=r["wall"], optimizer_steps=r["optimizer_steps"],
-                    nvml_calls=r.get("nvml_calls"), threads=torch.get_num_threads(), data_waits=[s["data"] for s in steps],
+                    nvml_calls=r.get("nvml_calls"), threads=torch.get_num_threads(),
+                    data_waits=[s["data"] for s in steps],
                     parts={k: statistics.median(s.get(k, 0.0) for s in later) for k in PART_KEYS})
 
 
 def record_case2(args, sink: dict, deadline: float) -> None:
     variants = case2_variants(args)
-    sink["config"].update(variants={k: {"runner": r, "options": dataclasses.asdict(o)} for k, (r, o) in variants.items()})
+    sink["config"].update(variants={k: {"runner": r, "options": dataclasses.asdict(o)}
+                                    for k, (r, o) in variants.items()})
     acc = "gpu" if args.backend == "nccl" else "cpu"
     t0 = time.time()
     import pytorch_lightning  # noqa: F401 - its import takes seconds: before any fit is timed
@@ -204,9 +206,11 @@ def main(argv=None):
               for k, v in vars(args).items()}, "rounds": args.rounds, "skip": args.skip, "rules": RULES,
               "world_size": 1, "pid": os.getpid()}
     cases = args.cases.split(",")
-    taken = [args.out / f"{c}-{args.tag}-pairs.json" for c in cases if (args.out / f"{c}-{args.tag}-pairs.json").exists()]
+    paths = [args.out / f"{c}-{args.tag}-pairs.json" for c in cases]
+    taken = [p for p in paths if p.exists()]
     if taken and not args.overwrite:
-        raise SystemExit(f"{', '.join(map(str, taken))} exist: pass --overwrite to replace them, or another --tag/--out")
+        raise SystemExit(f"{', '.join(map(str, taken))} exist: pass --overwrite to replace them, "
+                         "or another --tag/--out")
     for case in cases:
         pairs = {"case1": CASE1_PAIRS + [CASE1_EXTRA[k] for k in args.case1_extra], "case2": CASE2_PAIRS}[case]
         names = list(dict.fromkeys(n for a, b, _ in pairs for n in (a, b)))
