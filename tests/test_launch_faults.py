@@ -87,6 +87,36 @@ def test_sigterm_to_the_parent_leaves_no_worker_and_no_directory(tmp_path, when)
 
 
 @pytest.mark.slow
+def test_interrupt_while_the_workers_start_leaves_no_worker_and_no_directory(tmp_path):
+    # Jupyter's interrupt lands whenever the learner presses it, also inside
+    # Process.start() while the fork server is still importing torch.
+    code = ("try:\n" + textwrap.indent(LAUNCHER.format(tests=TESTS, module="_slow_import_workers",
+                                                     worker="sleep_forever", child_import_s="30"), "    ")
+            + "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(tmp_path)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    _wait_for(lambda: _run_dirs(tmp_path), 60, "the launch started")
+    family = _descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert "interrupted" in out, out
+    _, alive = psutil.wait_procs(family, timeout=10)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], [p.cmdline() for p in alive]
+    # a worker the fork server made after `family` was read is still in the session
+    _wait_for(lambda: not _in_session(proc.pid), 10, "every process of the session gone")
+    assert _run_dirs(tmp_path) == []
+
+
+def _in_session(sid):
+    def member(p):
+        try:
+            return os.getsid(p.pid) == sid and p.status() != psutil.STATUS_ZOMBIE
+        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
+            return False
+    return [p for p in psutil.process_iter() if member(p)]
+
+
+@pytest.mark.slow
 def test_sigkill_of_the_parent_ends_the_workers_and_the_next_launch_sweeps_its_directory(tmp_path, monkeypatch):
     proc = _start(tmp_path, "_launch_workers", "sleep_forever")
     _wait_for(lambda: _workers_started(tmp_path), 60, "both workers running")

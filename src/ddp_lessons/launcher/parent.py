@@ -146,8 +146,12 @@ class _Run:
             # DataLoader needs to. `close` and PR_SET_PDEATHSIG end them instead.
             p = self.ctx.Process(target=_worker.child_main, args=(rank, self.spec),
                                  name=f"ddp_lessons-rank{rank}", daemon=False)
-            p.start()
+            # Held before it starts: an interrupt that lands inside start()
+            # (the fork server may still be importing torch) must not leave a
+            # child that `close` cannot stop and that the interpreter's exit
+            # would then wait for.
             self.procs.append(p)
+            p.start()
         for w in self.spec.conns:
             w.close()  # the children hold the write ends now
         self.start_time = time.monotonic()
@@ -256,16 +260,20 @@ class _Run:
     # -- teardown ------------------------------------------------------------
     def _join_all(self, timeout):
         end = time.monotonic() + timeout
-        for p in self.procs:
+        for p in self._begun():
             p.join(max(0.0, end - time.monotonic()))
+
+    def _begun(self):
+        # `procs` holds a process before its start() returns (see _start_all)
+        return [p for p in self.procs if p.pid is not None]
 
     def close(self):
         """Stop every worker still running, then remove the directory and port."""
-        for p in self.procs:
+        for p in self._begun():
             if p.is_alive():
                 p.terminate()  # a rank blocked in a C++ collective ignores SIGINT
         self._join_all(TERMINATE_S)
-        for p in self.procs:
+        for p in self._begun():
             if p.is_alive():
                 p.kill()
                 p.join()
