@@ -138,16 +138,19 @@ def startup_vs_allreduce(startup_s, allreduce_per_epoch_s, epochs: int, factor: 
 def randn_loader(randn_s, tensor_s) -> V.Verdict:
     """One pass of the loader, `torch.randn` per item against tensors made once,
     in the same interleaved rounds: the claim is that tensors are faster,
-    decided on the rounds' quartiles (`verdict.separated`)."""
-    return V.separated("a loader pass over tensors made once takes less time than one that draws "
+    decided on the per-round ratios (`verdict.paired`). The rounds are paired
+    (each round alternates the two setups' passes), so a round's ratio does not
+    move when the whole machine slows between rounds; comparing the two setups'
+    quartiles unpaired did, and flipped on a quiet 2-core machine."""
+    return V.paired("a loader pass over tensors made once takes less time than one that draws "
                     "torch.randn per item", randn_s, tensor_s, faster="b", names=("randn", "tensors"))
 
 
 def log_every_step(every_s, rare_s) -> V.Verdict:
     """`training_step` (median per fit) with `self.log` every step against every
     50th, in the same interleaved rounds: the claim is that logging rarely is faster,
-    decided on the rounds' quartiles (`verdict.separated`)."""
-    return V.separated("training_step takes less time with self.log every 50th step than every step",
+    decided on the per-round ratios (`verdict.paired`, as `randn_loader`)."""
+    return V.paired("training_step takes less time with self.log every 50th step than every step",
                     every_s, rare_s, faster="b", names=("every step", "every 50th"))
 
 
