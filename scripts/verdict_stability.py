@@ -32,6 +32,8 @@ from pathlib import Path
 
 import nbformat
 
+from ddp_lessons import records
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run_notebooks as rn  # noqa: E402  (a sibling script: the same kernel and execution)
 
@@ -72,6 +74,14 @@ def verdicts(nb) -> list[dict]:
     return found
 
 
+def _key(found: list[dict], v: dict) -> tuple[str, int]:
+    """A verdict's identity across runs made at different commits: its claim and which
+    occurrence of that claim it is in the notebook (a cell added above it moves its cell
+    number, not this; the same claim may come out twice, e.g. for two setups)."""
+    same = [g for g in found if g["claim"] == v["claim"]]
+    return v["claim"], next(i for i, g in enumerate(same) if g is v)
+
+
 def _hog():
     while True:
         pass
@@ -91,7 +101,8 @@ def run_all(names, runs, hog, timeout):
         with tempfile.TemporaryDirectory(prefix="ddp_lessons-verdicts-") as tmp:
             tmp = Path(tmp)
             for r in range(runs):
-                entry = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "hog": hog, "notebooks": {}}
+                entry = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "hog": hog,
+                         "commit": records.source_commit(), "notebooks": {}}
                 for name in names:
                     load_before = load1()
                     res = rn.run_one(name, timeout, False, tmp, keep=tmp)
@@ -114,12 +125,12 @@ def table(stored: dict, runs: list) -> tuple[list, list]:
     rows, problems = [], []
     for name, want in stored.items():
         for v in want:
-            outcomes = []
+            outcomes, key = [], _key(want, v)
             for run in runs:
                 nbrun = run["notebooks"].get(name)
                 if nbrun is None:
                     continue
-                got = [g for g in nbrun["verdicts"] if g["cell"] == v["cell"] and g["n"] == v["n"]]
+                got = [g for g in nbrun["verdicts"] if _key(nbrun["verdicts"], g) == key]
                 outcomes.append(got[0]["status"] if got else "MISSING")
             row = {"notebook": name, "cell": v["cell"], "n": v["n"], "compared": v["compared"],
                    "claim": v["claim"], "stored": v["status"], "outcomes": outcomes,
@@ -153,7 +164,6 @@ def main(argv=None) -> int:
     p.add_argument("--report", metavar="NAME", help="print the table of an existing record and exit")
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     args = p.parse_args(argv)
-    from ddp_lessons import records
     from ddp_lessons.common import RUNS_DIR
     old = []
     name = args.report or args.record
