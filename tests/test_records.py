@@ -90,3 +90,12 @@ def test_the_default_folder_is_never_inside_the_package(tmp_path, monkeypatch):
     monkeypatch.delenv(records.ENV_VAR, raising=False)
     package = os.path.dirname(ddp_lessons.__file__)
     assert not str(records.default_dir().resolve()).startswith(package)
+
+
+def test_a_record_names_the_commit_from_git_or_from_the_environment(monkeypatch):
+    monkeypatch.delenv("DDP_LESSONS_COMMIT", raising=False)
+    from_git = records.source_commit()
+    assert from_git is None or len(from_git.split("+")[0]) == 40      # a checkout: HEAD's hash
+    monkeypatch.setenv("DDP_LESSONS_COMMIT", "abc1234")                # a copy without .git
+    assert records.source_commit() == "abc1234"
+    assert records.make_record("x", {}, [])["commit"] == "abc1234"

@@ -110,7 +110,11 @@ def make_record(kind: str, config: dict, results, backend: str | None = None, **
 
 def source_commit() -> str | None:
     """The course repository's commit (with "+dirty" when files differ from it),
-    or None outside a git checkout: what a record's numbers were measured at."""
+    or None outside a git checkout: what a record's numbers were measured at.
+    A copy of the checkout without its .git (a lent GPU machine gets the files
+    only) names it in $DDP_LESSONS_COMMIT."""
+    if os.environ.get("DDP_LESSONS_COMMIT"):
+        return os.environ["DDP_LESSONS_COMMIT"]
     try:
         def git(*a):
             return subprocess.run(["git", "-C", str(common.REPO), *a], capture_output=True,
