@@ -177,19 +177,19 @@ for name in ("randn", "tensors"):
 drawn = claims.randn_loader(data["randn"], data["tensors"]).show()
 
 # %% [markdown]
-# And `training_step` (the model, the loss, `self.log`) with `self.log` on every step against every 50th, a one-epoch fit in this process per run, interleaved rounds:
+# And `training_step` (the model, the loss, `self.log`) with `self.log` on every step against every 50th, a one-epoch fit in this process per run, interleaved rounds. Each fit gives its fastest step: a step of about 2 ms either runs whole or loses its core to other work, so the fastest one is the step's own cost, and the median is not (beside two busy processes it moved threefold between rounds):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-logs = rounds.log_every_vs_rare(opts.replace(epochs=1, val_every=0), where.accelerator, rounds=5)
+logs = rounds.log_every_vs_rare(opts.replace(epochs=1, val_every=0), where.accelerator, rounds=7)
 for name in ("every", "rare"):
-    print(f"{name:6s}", " ".join(f"{x * 1e3:5.2f}" for x in logs[name]), "ms per training_step (median of a fit), per round")
+    print(f"{name:6s}", " ".join(f"{x * 1e3:5.2f}" for x in logs[name]), "ms per training_step (the fastest of a fit), per round")
 
 # %%
 logged = claims.log_every_step(logs["every"], logs["rare"]).show()
 
 # %% [markdown]
-# The two verdicts above say whether drawing the data per item and logging every step cost time here (each decided on the per-round ratios of paired rounds). Both are host work paid on every rank in every step.
+# On this machine both cost time: tensors made once beat `torch.randn` per item in every round, and logging every 50th step beat logging every step in every round (the two verdicts, each decided on the per-round ratios of paired rounds). Both are host work in every step of every rank, and with a model this small they are a large share of the step: make the data once, and log every N steps.
 
 # %% [markdown]
 # ## NVML in every step

@@ -12,7 +12,6 @@ import time
 from torch.utils.data import DataLoader
 
 from .. import spread
-from ..timing import median_step
 from .lightning import fit_here, fit_one
 from .model import make_dataset
 
@@ -78,10 +77,13 @@ def randn_vs_tensors(opts, rounds: int = 5, passes: int = 9) -> dict:
     return {"randn": [a for a, _ in pairs], "tensors": [b for _, b in pairs]}
 
 
-def log_every_vs_rare(opts, accelerator: str = "cpu", rounds: int = 5) -> dict:
-    """The median `training_step` (seconds, after 2 warm-up steps) of a fit in
-    this process per round: self.log on 'every' step and every 50th ('rare')."""
+def log_every_vs_rare(opts, accelerator: str = "cpu", rounds: int = 7) -> dict:
+    """The fastest `training_step` (seconds, after 2 warm-up steps) of a fit in
+    this process per round: self.log on 'every' step and every 50th ('rare').
+    The fastest, not the median: a step of ~2 ms either runs whole or loses its
+    core, and beside busy processes a fit's median moved by up to 3x from round to
+    round (per-round ratios 0.03-2.9 at load 4) while its fastest step held (0.5-0.84)."""
     def step(o):
-        return median_step(fit_here(o, accelerator=accelerator)["times"], skip=2)["forward"]
+        return min(s["forward"] for s in fit_here(o, accelerator=accelerator)["times"]["steps"][2:])
     return _rounds({"every": lambda: step(opts.replace(log_every_step=True)),
                     "rare": lambda: step(opts.replace(log_every_step=False))}, rounds)
