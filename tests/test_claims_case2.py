@@ -77,7 +77,8 @@ def test_randn_loader_and_log_every_step():
     assert C.randn_loader(slow, fast).holds and C.randn_loader(fast, slow).fails
     # the machine slows between rounds, both setups alike: the per-round ratios still decide
     drift = [1, 1.5, 1, 2, 1.2]
-    assert C.randn_loader([s * k for s, k in zip(slow, drift)], [f * k for f, k in zip(fast, drift)]).holds
+    slowed = [[x * k for x, k in zip(xs, drift, strict=True)] for xs in (slow, fast)]
+    assert C.randn_loader(*slowed).holds
     assert C.randn_loader(slow, [0.02, 0.03, 0.021, 0.018, 0.02]).status == U    # one round the other way
     assert C.randn_loader(slow[:2], fast[:2]).status == U                          # too few rounds to decide
     assert C.log_every_step(slow, fast).holds and C.log_every_step(fast, slow).fails
