@@ -25,6 +25,7 @@ import argparse
 import multiprocessing as mp
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -120,13 +121,39 @@ def run_all(names, runs, hog, timeout):
             h.join()
 
 
+def _git(*args) -> str | None:
+    try:
+        return subprocess.run(["git", "-C", str(rn.ROOT), *args], capture_output=True, text=True,
+                              timeout=20).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def at_this_version(name: str, runs: list) -> list:
+    """The runs made with the stored notebook `name` as it is now: those whose commit
+    has the notebook's last change in its history. Runs of earlier versions stay in
+    the record (they show what a change fixed) but do not decide whether it is steady."""
+    last = _git("log", "-1", "--format=%H", "--", f"notebooks/{name}.ipynb")
+    if last is None:
+        return runs
+    keep = []
+    for run in runs:
+        commit = (run.get("commit") or "").split("+")[0]
+        if commit and subprocess.run(["git", "-C", str(rn.ROOT), "merge-base", "--is-ancestor", last, commit],
+                                     capture_output=True).returncode == 0:
+            keep.append(run)
+    return keep
+
+
 def table(stored: dict, runs: list) -> tuple[list, list]:
-    """(rows, problems): one row per stored verdict with its outcome in every run."""
+    """(rows, problems): one row per stored verdict with its outcome in every run
+    made with the notebook as stored now (`at_this_version`)."""
     rows, problems = [], []
     for name, want in stored.items():
+        runs_now = at_this_version(name, runs)
         for v in want:
             outcomes, key = [], _key(want, v)
-            for run in runs:
+            for run in runs_now:
                 nbrun = run["notebooks"].get(name)
                 if nbrun is None:
                     continue
@@ -146,8 +173,8 @@ def stored_verdicts(names) -> dict:
 
 
 def print_table(rows, runs) -> None:
-    print(f"\n{len(rows)} verdicts over {len(runs)} run(s) "
-          f"(hog per run: {[r['hog'] for r in runs]}); unsteady ones marked '!':")
+    print(f"\n{len(rows)} verdicts; outcomes over the runs made with each notebook as stored now, of "
+          f"{len(runs)} run(s) in all (hog per run: {[r['hog'] for r in runs]}); unsteady ones marked '!':")
     for row in rows:
         mark = "!" if not row["steady"] else " "
         seen = {o: row["outcomes"].count(o) for o in dict.fromkeys(row["outcomes"])}
