@@ -166,3 +166,35 @@ def test_the_run_timeout_counts_from_every_ranks_start(monkeypatch):
     import _slow_import_workers as slow
     # 3 s to start, well past timeout=2: the run itself is short, so it passes
     assert launch(slow.hello, world_size=2, timeout=2) == [1, 1]
+
+
+@pytest.mark.parametrize("where", ["run_directory", "_prepare"])
+def test_an_interrupt_while_the_run_is_being_set_up_leaves_no_directory(tmp_path, monkeypatch, where):
+    # The interrupt the test above sends can land before `launch` holds a run to close:
+    # while the directory is made, or while the pipes and the fork server's settings are.
+    import importlib
+    parent = importlib.import_module("ddp_lessons.launcher.parent")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    real_open = open
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    if where == "run_directory":  # the owner file is being written
+        monkeypatch.setattr("builtins.open", lambda path, *a, **k: interrupted() if str(path).endswith(
+            cleanup.OWNER) else real_open(path, *a, **k))
+    else:
+        monkeypatch.setattr(parent._Run, "_prepare", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        launch(toy.hello, world_size=2)
+    assert _run_dirs(tmp_path) == []
+
+
+def test_a_removed_run_directory_takes_no_new_file_by_its_old_path(tmp_path):
+    # what a worker forked after the launch was stopped would do: open a file by the path
+    path = tmp_path / f"{cleanup.PREFIX}x"
+    path.mkdir()
+    (path / "rank0.log").write_text("a worker's log")
+    cleanup.remove(str(path))
+    with pytest.raises(FileNotFoundError):
+        (path / "rank1.log").write_text("too late")
+    assert _run_dirs(tmp_path) == []

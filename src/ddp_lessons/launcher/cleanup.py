@@ -2,6 +2,8 @@
 
 - `run_directory()`: the run's private temporary directory, with a file naming
   the launching process (pid and start time);
+- `remove(path)`: removes a run directory so that a worker still starting
+  cannot write into it while it is being removed;
 - `sweep()`: removes the run directories of launching processes that no longer
   exist (one killed by SIGKILL cannot clean up): every launch calls it first;
 - `terminate_raises()`: while a launch runs in the main thread, SIGTERM raises
@@ -36,9 +38,25 @@ def _start_time(pid: int) -> str:
 
 def run_directory() -> str:
     path = tempfile.mkdtemp(prefix=PREFIX)
-    with open(os.path.join(path, OWNER), "w") as f:
-        f.write(_me())
+    try:
+        with open(os.path.join(path, OWNER), "w") as f:
+            f.write(_me())
+    except BaseException:  # an interrupt here: a directory without its owner is never swept
+        shutil.rmtree(path, ignore_errors=True)
+        raise
     return path
+
+
+def remove(path: str) -> None:
+    """Remove a run directory. Renamed first: a worker the fork server forks after
+    the launch was stopped opens its files by the directory's path, and would
+    otherwise add one to it while rmtree empties it (rmtree then leaves it)."""
+    gone = path + ".closing"
+    try:
+        os.rename(path, gone)
+    except OSError:
+        gone = path
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def _orphaned(path: str) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import socket
 import time
 from multiprocessing.connection import wait as wait_any
@@ -106,10 +105,20 @@ class _Run:
                  threads, capture_output, progress, startup_timeout=STARTUP_S):
         import torch.multiprocessing as tmp
         self.ctx = tmp.get_context(start_method)
-        self.world_size, self.progress = world_size, progress
+        self.world_size = world_size
         self.timeout = float("inf") if timeout is None else float(timeout)
         self.startup_timeout = float(startup_timeout)
+        self.procs, self.readers, self.port_sock, self.progress = [], [], None, progress
         self.run_dir = cleanup.run_directory()
+        try:
+            self._prepare(fn, args, kwargs, backend, start_method, threads, capture_output)
+        except BaseException:  # an interrupt here: `launch` has no run to close yet
+            self.close()
+            raise
+        self.started, self.done, self.failed = set(), set(), {}   # failed: rank -> observed time
+
+    def _prepare(self, fn, args, kwargs, backend, start_method, threads, capture_output):
+        world_size = self.world_size
         self.port_sock = _reserve_port()
         pipes = [self.ctx.Pipe(duplex=False) for _ in range(world_size)]
         self.readers = [r for r, _ in pipes]
@@ -124,8 +133,6 @@ class _Run:
             threads=threads, collective_timeout_s=_collective_timeout(self.timeout),
             capture_output=capture_output, start_method=start_method, release=self.ctx.Event(),
             conns=[w for _, w in pipes], parent_pid=os.getpid())
-        self.procs = []
-        self.started, self.done, self.failed = set(), set(), {}   # failed: rank -> observed time
 
     def start(self):
         # Seen by spawned workers and by the fork server (whose environment its
@@ -281,8 +288,9 @@ class _Run:
             r.close()
         if self.progress:
             self.progress.close()
-        self.port_sock.close()
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self.port_sock is not None:
+            self.port_sock.close()
+        cleanup.remove(self.run_dir)
 
 
 def _collective_timeout(run_timeout: float) -> float:
