@@ -8,7 +8,8 @@ The package the course's notebooks import, read from the ground floor up:
   `allreduce` (all-reduce over message sizes and its one cost model),
   `records` (run records), `spread` (statistics of repeated runs), `verdict`
   (a claim decided by the numbers), `diagnosis` (what cost a run its time;
-  runs side by side), `plots`, `exercises`, `common`, `cmdline`;
+  runs side by side), `predict` (`whatif`: a recorded run's step on N ranks
+  over a given link, a model), `plots`, `exercises`, `common`, `cmdline`;
 - `intro` (notebook 00's workers), `case1` (notebooks 01-03), `case2` (04-06),
   `own` (notebook 07: a learner's own run, and the standard tools on it);
 - `cli`: `python -m ddp_lessons COMMAND`.
@@ -24,7 +25,9 @@ notebook's progress line, and the errors say what went wrong.
 time (work outside the steps, the remainder); `diagnose(results)` ranks what
 cost a run its time, each cause with what to change and how to check;
 `compare({name: repeats, ...}, baseline=name)` puts runs side by side with the
-spread of their repeats and a verdict per run (`ddp_lessons.verdict`).
+spread of their repeats and a verdict per run (`ddp_lessons.verdict`);
+`whatif(run, link, world_size)` replays a timed run's buckets through a link
+and predicts its step on N ranks (a model that prints its assumptions).
 
     from ddp_lessons import StepTimer, compare, diagnose, launch
     results = launch(my_workers.train, kwargs={"epochs": 2}, world_size=2)  # each returns timer.result()
@@ -34,12 +37,13 @@ spread of their repeats and a verdict per run (`ddp_lessons.verdict`).
 """
 
 from .diagnosis import Comparison, Diagnosis, Finding, compare, diagnose
+from .predict import whatif
 from .launcher import (CudaForkError, LaunchConfigError, LaunchError, NotebookWorkerError, Placement,
                        Results, WorkerFailed, WorkerTimeout, launch, place, report_progress, run)
 from .timing import StepTimer
 
 __version__ = "0.1.0"
 
-__all__ = ["launch", "run", "place", "Placement", "Results", "report_progress", "StepTimer", "diagnose",
+__all__ = ["launch", "run", "place", "Placement", "Results", "report_progress", "StepTimer", "diagnose", "whatif",
            "Diagnosis", "Finding", "compare", "Comparison", "LaunchError", "LaunchConfigError",
            "NotebookWorkerError", "CudaForkError", "WorkerFailed", "WorkerTimeout"]

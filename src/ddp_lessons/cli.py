@@ -27,6 +27,7 @@ COMMANDS = {
     "case1": "ddp_lessons.case1.cli:cli_command",
     "make-vqa-data": "ddp_lessons.case1.synthetic:cli_command",
     "case2": "ddp_lessons.case2.cli:cli_command",
+    "whatif": "ddp_lessons.predict.cli:whatif_command",
 }
 
 

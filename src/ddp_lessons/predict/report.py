@@ -1,0 +1,39 @@
+"""What a what-if prints: the numbers, then every assumption behind them; and
+a table over links and rank counts. Defined in notebook 03_case1_beyond."""
+
+from __future__ import annotations
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:,.1f} ms"
+
+
+def _span(p, what: str) -> str:
+    lo, hi = p.spread(what)
+    return f"{_ms(p.median(what))} (steps: {_ms(lo)} .. {_ms(hi)})"
+
+
+def describe(p) -> str:
+    """A Prediction in words (a model's output, labelled so)."""
+    lines = [
+        f"what-if (a model, not a measurement): {p.source} on {p.world_size} ranks over {p.link.name}, "
+        f"{len(p.steps)} steps after warm-up",
+        f"  all-reduce busy per step  {_span(p, 'busy')}",
+        f"  exposed per step          {_span(p, 'exposed')}",
+        f"  step                      {_span(p, 'predicted')}, recorded on 1 run: {_ms(p.median('recorded'))}",
+        f"  scaling efficiency        {p.median('efficiency'):.2f} (recorded step / predicted step, per rank)",
+        f"  epoch                     {p.epoch_predicted:,.1f} s on {p.world_size} ranks against "
+        f"{p.epoch_recorded:,.1f} s as recorded ({p.steps_per_epoch} steps split {p.world_size} ways)",
+        "assumed:",
+    ]
+    return "\n".join(lines + [f"  - {a}" for a in p.assumptions()])
+
+
+def table_text(rows: list) -> str:
+    """The rows of `whatif_table` as aligned text, readable at any magnitude."""
+    head = f"{'link':<20} {'N':>3} {'exposed':>12} {'step':>12} {'efficiency':>10} {'epoch':>10}"
+    out = [head]
+    for r in rows:
+        out.append(f"{r['link']:<20} {r['world_size']:>3} {_ms(r['exposed']):>12} {_ms(r['step']):>12} "
+                   f"{r['efficiency']:>10.2f} {r['epoch']:>8,.1f} s")
+    return "\n".join(out)
