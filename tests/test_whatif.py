@@ -73,6 +73,15 @@ def test_every_row_of_the_link_table_says_where_its_figure_comes_from():
     assert LINKS["pcie4-x16"].bus_bandwidth > LINKS["pcie4-x4"].bus_bandwidth
 
 
+def test_a_bridge_of_two_cards_predicts_for_two_ranks_only():
+    assert whatif("case1-h200-broken", "3090-nvlink-bridge", 2).median("exposed") > 0
+    with pytest.raises(ValueError, match="joins at most 2 ranks, not 4"):
+        whatif("case1-h200-broken", "3090-nvlink-bridge", 4)
+    rows = whatif_table("case1-h200-broken", ["3090-nvlink-bridge", "pcie4-x16"], (2, 4))
+    assert [(r["link"], r["world_size"]) for r in rows] == [("3090-nvlink-bridge", 2), ("pcie4-x16", 2),
+                                                             ("pcie4-x16", 4)]
+
+
 def test_a_run_without_per_bucket_times_is_refused_saying_which_mode_keeps_them():
     light = [{"steps": [{"step": i, "step_time": 0.01, "allreduce": 0.001} for i in range(5)]}]
     with pytest.raises(ValueError, match="mode 'full'"):

@@ -69,6 +69,7 @@ def whatif(run, link="pcie4-x16", world_size: int = 2, *, rank: int = 0, compute
     if not compute_factor > 0:
         raise ValueError(f"compute_factor={compute_factor}: use a positive factor (1: no slowdown)")
     link = resolve(link)
+    link.allreduce_time(0, world_size)  # refuses more ranks than the link joins, before any work
     name, ranks, _ = _ranks(run)
     if not 0 <= rank < len(ranks):
         raise ValueError(f"rank={rank}: the run has ranks 0..{len(ranks) - 1}")
@@ -79,11 +80,14 @@ def whatif(run, link="pcie4-x16", world_size: int = 2, *, rank: int = 0, compute
 
 
 def whatif_table(run, links=None, world_sizes=(2, 4, 8), **kwargs) -> list[dict]:
-    """One row per link and rank count: median exposed, step, efficiency, and the epoch.
-    `table_text(rows)` prints them."""
+    """One row per link and rank count (none beyond what a link joins): median exposed,
+    step, efficiency, and the epoch. `table_text(rows)` prints them."""
     rows = []
     for link in links or list(LINKS):
         for n in world_sizes:
+            limit = resolve(link).max_ranks
+            if limit is not None and n > limit:
+                continue  # a bridge of two cards has no row for more ranks
             p = whatif(run, link, n, **kwargs)
             rows.append({"link": p.link.name, "world_size": n, "exposed": p.median("exposed"),
                          "step": p.median("predicted"), "efficiency": p.median("efficiency"),

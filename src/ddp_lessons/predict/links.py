@@ -22,18 +22,22 @@ class Link:
     bus_bandwidth: float
     step_latency: float
     source: str
+    max_ranks: int | None = None  # a bridge joins two cards: no ring of more ranks over it
 
     def allreduce_time(self, nbytes: float, world_size: int) -> float:
         """One ring all-reduce of `nbytes` on `world_size` ranks: 0 on one rank (nothing moves)."""
+        if self.max_ranks is not None and world_size > self.max_ranks:
+            raise ValueError(f"link {self.name} joins at most {self.max_ranks} ranks, not {world_size}")
         if world_size < 2:
             return 0.0
         steps = 2 * (world_size - 1)
         return steps * self.step_latency + steps / world_size * nbytes / self.bus_bandwidth
 
 
-def _nominal(name: str, one_way_gb_s: float, latency_us: float, source: str) -> Link:
+def _nominal(name: str, one_way_gb_s: float, latency_us: float, source: str, max_ranks=None) -> Link:
     return Link(name, EFFICIENCY * one_way_gb_s * 1e9, latency_us * 1e-6,
-                f"{source}; busbw = {EFFICIENCY:g} x that (an estimate), step latency {latency_us:g} us (an estimate)")
+                f"{source}; busbw = {EFFICIENCY:g} x that (an estimate), step latency {latency_us:g} us (an estimate)",
+                max_ranks)
 
 
 _PCIE = "PCIe {gen}: {rate} GT/s per lane, 128b/130b encoding, x{lanes}: {gb:.1f} GB/s each way (PCI-SIG)"
@@ -46,8 +50,8 @@ LINKS = {link.name: link for link in (
     # (GPU to host, host to GPU), so about half the one-way rate: an estimate, measure it.
     _nominal("pcie4-x16-no-p2p", 31.5 / 2, 20, _PCIE.format(gen="4.0", rate=16, lanes=16, gb=31.5)
              + ", halved: without peer-to-peer every byte goes through host memory"),
-    _nominal("3090-nvlink-bridge", 56.25, 5, "RTX 3090 NVLink bridge: 112.5 GB/s both ways together, "
-             "56.25 GB/s each way (NVIDIA GeForce RTX 3090 specifications)"),
+    _nominal("3090-nvlink-bridge", 56.25, 5, "RTX 3090 NVLink bridge (it joins 2 cards): 112.5 GB/s both "
+             "ways together, 56.25 GB/s each way (NVIDIA GeForce RTX 3090 specifications)", max_ranks=2),
     _nominal("nvlink3-a100", 300.0, 3, "NVLink 3 on A100 SXM: 600 GB/s both ways together, 300 GB/s each "
              "way (NVIDIA A100 datasheet)"),
     _nominal("nvlink4-h100", 450.0, 3, "NVLink 4 on H100/H200 SXM: 900 GB/s both ways together, 450 GB/s "
