@@ -1,5 +1,5 @@
 """`python -m ddp_lessons whatif RECORD --link NAME --nproc N`: the replay from a
-shell; no workers are started. Defined in notebook 03_case1_beyond."""
+shell; no workers are started. (The README, "What-if", introduces it; no notebook uses it yet.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One replayed step as a picture: the recorded compute on one lane, the
-buckets on the link below it, the exposed tail marked. Defined in notebook
-03_case1_beyond."""
+buckets on the link below it, the exposed tail marked. (The README,
+"What-if", introduces it; no notebook uses it yet.)"""
 
 from __future__ import annotations
 

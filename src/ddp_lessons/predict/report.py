@@ -1,5 +1,5 @@
 """What a what-if prints: the numbers, then every assumption behind them; and
-a table over links and rank counts. Defined in notebook 03_case1_beyond."""
+a table over links and rank counts. (The README, "What-if", introduces it; no notebook uses it yet.)"""
 
 from __future__ import annotations
 
