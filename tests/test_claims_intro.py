@@ -1,11 +1,16 @@
 """Notebook 00's claims (intro.claims): each comes out every way it can."""
 
+import pytest
+
 from ddp_lessons import verdict as V
 from ddp_lessons.intro import claims as C
 
 
 def _best(small_us, big_us, half_us, full_us):
-    return {4096: small_us * 1e-6, 65536: big_us * 1e-6, 8 << 20: half_us * 1e-6, 16 << 20: full_us * 1e-6}
+    # 4 and 64 KiB; then 2, 4, 8 and 16 MiB, each of the last three doublings costing full/half
+    per = full_us / half_us
+    large = {2 << 20: half_us / per / per, 4 << 20: half_us / per, 8 << 20: half_us, 16 << 20: full_us}
+    return {4096: small_us * 1e-6, 65536: big_us * 1e-6, **{k: v * 1e-6 for k, v in large.items()}}
 
 
 def test_latency_and_bandwidth_bound_both_ways():
@@ -13,6 +18,14 @@ def test_latency_and_bandwidth_bound_both_ways():
     assert C.latency_bound(b).holds and C.bandwidth_bound(b).holds
     b = _best(100, 1000, 2000, 2100)  # 16x the bytes cost 10x: bandwidth; doubling costs 1.05x: latency
     assert C.latency_bound(b).fails and C.bandwidth_bound(b).fails
+
+
+def test_one_disturbed_large_size_does_not_decide_bandwidth_bound():
+    b = _best(100, 150, 2000, 4000)
+    b[8 << 20] *= 1.8   # every iteration of 8 MiB disturbed: 8/4 doubles 3.6x, 16/8 only 1.1x
+    assert b[16 << 20] / b[8 << 20] < 1.5 and C.bandwidth_bound(b).holds
+    with pytest.raises(ValueError, match="double each time"):
+        C.bandwidth_bound({1 << 20: 1e-3, 3 << 20: 3e-3})
 
 
 def _steps(allreduce_ms, step_ms, n=10, jitter_ms=0.5):
