@@ -171,9 +171,9 @@ plots.bandwidth([(f"live: {where.describe()}", rows, fit)])
 # Two claims the model makes, decided on this run. On two shared cores the medians of the small sizes
 # jump between runs (a rank that loses its core can wait for the scheduler to give it back), so both read each size's
 # best of 30 iterations. If small messages cost about the latency, 16 times the bytes of a 4 KiB message
-# cost well under 4 times its time; if large ones cost their bytes, doubling a large message costs over
-# 1.5 times its time (pure bandwidth gives 2), read as the median of the last three doublings up to the largest
-# size (16 MiB on CPUs, 256 MiB on GPUs), so that one size disturbed for all its iterations cannot decide it.
+# cost well under 4 times its time; if large ones cost their bytes, the largest message costs over twice
+# one of a quarter its size (16 MiB against 4 MiB on CPUs, 256 against 64 MiB on GPUs; pure bandwidth gives 4,
+# pure latency 1).
 # Each verdict prints the ratio that decides it; nbval compares the verdict line, not the ratio.
 
 # %%
