@@ -69,7 +69,7 @@ def whatif(run, link="pcie4-x16", world_size: int = 2, *, rank: int = 0, compute
     if not compute_factor > 0:
         raise ValueError(f"compute_factor={compute_factor}: use a positive factor (1: no slowdown)")
     link = resolve(link)
-    link.allreduce_time(0, world_size)  # refuses more ranks than the link joins, before any work
+    link.check(world_size)  # before any work
     name, ranks, _ = _ranks(run)
     if not 0 <= rank < len(ranks):
         raise ValueError(f"rank={rank}: the run has ranks 0..{len(ranks) - 1}")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..allreduce import allreduce_time
+
 EFFICIENCY = 0.8  # the share of a link's nominal one-way rate a ring all-reduce's busbw reaches: an estimate
 
 
@@ -24,14 +26,18 @@ class Link:
     source: str
     max_ranks: int | None = None  # a bridge joins two cards: no ring of more ranks over it
 
-    def allreduce_time(self, nbytes: float, world_size: int) -> float:
-        """One ring all-reduce of `nbytes` on `world_size` ranks: 0 on one rank (nothing moves)."""
+    def check(self, world_size: int) -> None:
+        """Refuse more ranks than the link joins."""
         if self.max_ranks is not None and world_size > self.max_ranks:
             raise ValueError(f"link {self.name} joins at most {self.max_ranks} ranks, not {world_size}")
+
+    def allreduce_time(self, nbytes: float, world_size: int) -> float:
+        """One ring all-reduce of `nbytes` on `world_size` ranks, by the course's one cost
+        model (`allreduce.allreduce_time`): 0 on one rank (nothing moves)."""
+        self.check(world_size)
         if world_size < 2:
             return 0.0
-        steps = 2 * (world_size - 1)
-        return steps * self.step_latency + steps / world_size * nbytes / self.bus_bandwidth
+        return allreduce_time(nbytes, self.bus_bandwidth, 2 * (world_size - 1) * self.step_latency, world_size)
 
 
 def _nominal(name: str, one_way_gb_s: float, latency_us: float, source: str, max_ranks=None) -> Link:
