@@ -11,7 +11,7 @@ with 8, 4 and 2 workers.
 
 From the repository root, on one GPU (about 3 minutes):
     PYTHONPATH=$PWD/src python3 benchmarks/bf16_jitter.py --out data/runs
-Writes case1-h200-bf16-jitter.json (a run record, `ddp_lessons.records`).
+Writes case1-h200-bf16-jitter.json (a run record, `ddp_lessons.tool.records`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from pathlib import Path
 from pairs_record import finish, pair_lines
 from record_gpu_pairs import RULES, case1_worker
 
-from ddp_lessons import launch, records, spread
-from ddp_lessons.case1 import Options as C1
-from ddp_lessons.case1 import make_vqa_dataset
+from ddp_lessons import launch
+from ddp_lessons.tool import records, spread
+from ddp_lessons.cases.case1 import Options as C1
+from ddp_lessons.cases.case1 import make_vqa_dataset
 
 PAIRS = [("fixed-bf16", "fixed-bf16-nw8", "bf16: the core budget's loader workers vs 8"),
          ("fixed-bf16", "fixed-bf16-nw4", "bf16: the core budget's loader workers vs 4"),

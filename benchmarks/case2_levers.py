@@ -1,6 +1,6 @@
 """Case 2's real levers on one GPU: the posted step, the fixed step, fused Adam,
 torch.compile(mode="reduce-overhead"), the whole step in one CUDA graph, and DDP
-at world size 1, timed in interleaved rounds (`ddp_lessons.case2.levers`, `levers_record`).
+at world size 1, timed in interleaved rounds (`ddp_lessons.cases.case2.levers`: `catalog`, `rounds`).
 
 From the repository root, on one H200 (a few minutes; no round starts that
 would end past --budget-s):
@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ddp_lessons.case2 import levers, levers_record
+from ddp_lessons.cases.case2 import levers
+from ddp_lessons.cases.case2.levers import rounds
 
 
 def parse(argv=None):
@@ -39,9 +40,9 @@ def parse(argv=None):
 def main(argv=None) -> Path:
     args = parse(argv)
     cfg = {k: getattr(args, k) for k in ("width", "depth", "batch") if getattr(args, k) is not None}
-    path = levers_record.record(args.out, args.levers.split(","), cfg, tag=args.tag, device=args.device,
-                         rounds=args.rounds, steps=args.steps, warmup=args.warmup, budget_s=args.budget_s,
-                         overwrite=args.overwrite, argv=vars(args))
+    path = rounds.record(args.out, args.levers.split(","), cfg, tag=args.tag, device=args.device,
+                  rounds=args.rounds, steps=args.steps, warmup=args.warmup, budget_s=args.budget_s,
+                  overwrite=args.overwrite, argv=vars(args))
     print(f"wrote {path}")
     return path
 

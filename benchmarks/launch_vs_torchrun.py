@@ -14,8 +14,9 @@ import subprocess
 import sys
 import time
 
-from ddp_lessons import launch, records
-from ddp_lessons.intro import workers as toy
+from ddp_lessons import launch
+from ddp_lessons.tool import records
+from ddp_lessons.cases.intro import workers as toy
 
 
 def time_launch(n):

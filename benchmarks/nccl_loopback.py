@@ -25,8 +25,8 @@ VARIANTS = {
 
 def child() -> None:
     from ddp_lessons import launch
-    from ddp_lessons.launcher import visible_gpus
-    from ddp_lessons.intro.sockets import listening_sockets
+    from ddp_lessons.tool.launcher import visible_gpus
+    from ddp_lessons.cases.intro.sockets import listening_sockets
     out = launch(listening_sockets, world_size=max(1, visible_gpus()), backend="nccl", timeout=120)
     print(json.dumps(out))
 
@@ -39,8 +39,8 @@ def main() -> None:
     args = p.parse_args()
     if args.child:
         return child()
-    from ddp_lessons import records
-    from ddp_lessons.intro.sockets import beyond_loopback
+    from ddp_lessons.tool import records
+    from ddp_lessons.cases.intro.sockets import beyond_loopback
     results = {}
     for name, env in VARIANTS.items():
         proc = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True,

@@ -2,7 +2,7 @@
 
 A row is one run of one variant in one round: its step times and their spread
 (`spread.summary` after the warm-up steps), or the error it raised. A pair
-compares two variants round by round (`spread.compare`). `run_rounds` runs
+compares two variants round by round (`spread.compare_rounds`). `run_rounds` runs
 the rounds in their interleaved order, saves the record after every run, and
 starts no round the time budget cannot hold.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import traceback
 
-from ddp_lessons import records, spread
+from ddp_lessons.tool import records, spread
 
 
 def say(line: str, log: str | None) -> None:
@@ -45,9 +45,9 @@ def pairs_of(rows, pairs, rounds: int) -> list[dict]:
         med = lambda r: r["summary"]["median"]  # noqa: E731
         wall = lambda r: r["wall"]  # noqa: E731
         row = {"a": a, "b": b, "question": question, "metric": "median step time after warm-up"}
-        row.update(spread.compare(per_round(a, med), per_round(b, med)))
+        row.update(spread.compare_rounds(per_round(a, med), per_round(b, med)))
         row["faster"] = {spread.A_FASTER: a, spread.B_FASTER: b}.get(row["verdict"])
-        row["wall"] = spread.compare(per_round(a, wall), per_round(b, wall))
+        row["wall"] = spread.compare_rounds(per_round(a, wall), per_round(b, wall))
         out.append(row)
     return out
 

@@ -1,7 +1,7 @@
 """Record every pair of setups the lessons compare, on ONE GPU, as interleaved
 repeats: each variant runs once per round, the rounds' order rotated and
 alternately reversed (`spread.interleave`), and every pair is judged from its
-per-round ratios B/A (`spread.compare`: "B faster" only when every round agrees).
+per-round ratios B/A (`spread.compare_rounds`: "B faster" only when every round agrees).
 
 Case 1 (one launch, world size 1, NCCL; model m3ae at 224 px, batch 32):
   broken vs fixed (fp32), fixed vs fixed-bf16 (autocast), fixed-bf16-item
@@ -14,7 +14,7 @@ Case 2 (in this process, Lightning's single-device fit and the plain loop):
 From the repository root, on one H200 (about 5 to 6 minutes; no round starts
 that would end past --budget-s, default 420 s):
     PYTHONPATH=$PWD/src python3 benchmarks/record_gpu_pairs.py --out $OUT
-Writes case1-h200-pairs.json, case2-h200-pairs.json (run records, `ddp_lessons.records`;
+Writes case1-h200-pairs.json, case2-h200-pairs.json (run records, `ddp_lessons.tool.records`;
 rewritten after every run, so a timeout leaves what was done) and record-gpu-pairs-h200.log.
 CPU dry run (a minute or two on two cores; never under the h200 names):
     PYTHONPATH=$PWD/src python3 benchmarks/record_gpu_pairs.py --backend gloo --model tiny \\
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from pairs_record import error_row, finish, pair_lines, run_rounds, save, say, step_row
 
-from ddp_lessons import records, spread
-from ddp_lessons.case1 import Options as C1
+from ddp_lessons.tool import records, spread
+from ddp_lessons.cases.case1 import Options as C1
 
 CASE1_PAIRS = [("broken", "fixed", "the posted script vs every fix (fp32)"),
                ("fixed", "fixed-bf16", "fp32 vs bf16 autocast (fixed)"),
@@ -60,7 +60,7 @@ def case1_variants(args) -> dict:
 
 
 def case1_run(o: dict, data_root: str, skip: int) -> dict:
-    from ddp_lessons.case1 import train
+    from ddp_lessons.cases.case1 import train
     t0 = time.perf_counter()
     try:
         r = train(o, data_root, 1, keep_qids=False)
@@ -105,7 +105,7 @@ def case1_worker(variants: dict, sink: dict, data_root: str, skip: int, deadline
 
 def record_case1(args, sink: dict, deadline: float) -> None:
     from ddp_lessons import launch
-    from ddp_lessons.case1 import make_vqa_dataset
+    from ddp_lessons.cases.case1 import make_vqa_dataset
     t0 = time.time()
     s = make_vqa_dataset(args.data_root, image_size=args.image_size)
     say(f"case1: dataset {s['root']} ({'written' if s['created'] else 'found'}, {time.time() - t0:.1f} s)", sink["log"])
@@ -125,11 +125,11 @@ def record_case1(args, sink: dict, deadline: float) -> None:
 
 # -- case 2: in this process (Lightning's single-device fit, the plain loop) ----
 def case2_variants(args) -> dict:
-    from ddp_lessons.case2.nvml import nvml_error
-    from ddp_lessons.case2.options import Options as C2
+    from ddp_lessons.cases.case2.nvml import error
+    from ddp_lessons.cases.case2.options import Options as C2
     base = dict(epochs=args.case2_epochs)
     posted = C2.posted(**base)
-    if nvml_error() is not None:
+    if error() is not None:
         posted = posted.replace(nvml="off")  # no NVML here: the block would raise (fixed-nvml records why)
     return {"posted": ("lightning", posted), "fixed": ("lightning", C2.fixed(**base)),
             "fixed-plain": ("plain", C2.fixed(**base)), "fixed-nvml": ("lightning", C2.fixed(**base, nvml="step"))}
@@ -138,13 +138,13 @@ def case2_variants(args) -> dict:
 def case2_run(runner: str, opts, accelerator: str, skip: int) -> dict:
     import torch
 
-    from ddp_lessons.case2.lightning import fit_here
-    from ddp_lessons.case2.nvml import nvml_error
-    from ddp_lessons.case2.plain import plain_fit
-    if opts.nvml == "step" and (err := nvml_error()) is not None:
+    from ddp_lessons.cases.case2.lightning import fit_here
+    from ddp_lessons.cases.case2.nvml import error
+    from ddp_lessons.cases.case2.plain import fit
+    if opts.nvml == "step" and (err := error()) is not None:
         raise RuntimeError(f"NVML unavailable on this machine: {err}")
-    r = plain_fit(opts, accelerator) if runner == "plain" else fit_here(opts, 1, accelerator=accelerator)
-    steps = r["times"]["steps"]
+    r = fit(opts, accelerator) if runner == "plain" else fit_here(opts, 1, accelerator=accelerator)
+    steps = r["timer"]["steps"]
     later = steps[skip:] or steps
     return step_row([s["step_time"] for s in steps], skip, wall=r["wall"], optimizer_steps=r["optimizer_steps"],
                     nvml_calls=r.get("nvml_calls"), threads=torch.get_num_threads(),

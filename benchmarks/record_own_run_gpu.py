@@ -1,11 +1,11 @@
-"""Record notebook 07's GPU run: the workload of `ddp_lessons.own` under DDP on
+"""Record notebook 07's GPU run: the workload of `ddp_lessons.cases.own` under DDP on
 NCCL at world size 1 (one GPU), with the standard tools around it.
 
     PYTHONPATH=$PWD/src python3 benchmarks/record_own_run_gpu.py --out data/runs/own-run-h200x1
     PYTHONPATH=$PWD/src python3 benchmarks/record_own_run_gpu.py --out /tmp/own --quick   # CPU, gloo, seconds
 
 What it writes into --out:
-  record.json         a ddp_lessons.records record (kind "own-run"): the machine,
+  record.json         a ddp_lessons.tool.records record (kind "own-run"): the machine,
                       the config, per-step and per-epoch timings of the broken and
                       fixed setups in interleaved rounds, the profiler's top
                       operators, the NCCL_DEBUG=INFO lines, `nvidia-smi topo -m`
@@ -57,8 +57,8 @@ def parse_args(argv=None):
 def child(args) -> None:
     """Inside the NCCL_DEBUG=INFO interpreter: the trace, then the timed rounds."""
     from ddp_lessons import launch
-    from ddp_lessons.own import trace, train
-    from ddp_lessons.own.options import Options
+    from ddp_lessons.cases.own import trace, train
+    from ddp_lessons.cases.own.options import Options
     size = QUICK if args.quick else GPU
     kw = dict(world_size=1, backend=args.backend, capture_output=False, progress=None, timeout=args.timeout)
     t0 = time.time()
@@ -100,7 +100,7 @@ def nvidia_smi(*cmd_args) -> dict:
 
 def summary(rounds: dict) -> dict:
     """Per setup and round: wall, train and eval seconds of rank 0, median step (s)."""
-    from ddp_lessons.spread import summary as stats
+    from ddp_lessons.tool.spread import summary as stats
     out = {}
     for name, runs in rounds["runs"].items():
         rows = []
@@ -118,8 +118,8 @@ def main(argv=None) -> int:
     if args.child:
         child(args)
         return 0
-    from ddp_lessons import records
-    from ddp_lessons.launcher import visible_gpus
+    from ddp_lessons.tool import records
+    from ddp_lessons.tool.launcher import visible_gpus
     backend = args.backend or ("nccl" if visible_gpus() else "gloo")
     out = Path(args.out)
     (out / "trace").mkdir(parents=True, exist_ok=True)

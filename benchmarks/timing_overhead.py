@@ -1,6 +1,6 @@
 """Overhead of StepTimer: the same DDP loop with the timer on, off, and in parts.
 
-Runs `overhead.loop_seconds_per_step` in every mode (see ddp_lessons.intro.overhead),
+Runs `overhead.loop_seconds_per_step` in every mode (see ddp_lessons.course.timer_validation.overhead),
 `--rounds` times in rotated order inside one launch, and compares the median time per step
 with the uninstrumented loop ("off"). The issue's budget: 5% for the timer's default
 ("light" on GPUs, "full" on CPUs). benchmarks/timer_validation.py is the paired GPU check.
@@ -11,8 +11,9 @@ with the uninstrumented loop ("off"). The issue's budget: 5% for the timer's def
 import argparse
 import statistics
 
-from ddp_lessons import records, run
-from ddp_lessons.intro.overhead import MODES, all_modes
+from ddp_lessons.tool import records
+from ddp_lessons import run
+from ddp_lessons.course.timer_validation.overhead import MODES, all_modes
 
 
 def main():
@@ -37,7 +38,7 @@ def main():
         print(f"{m:>8}: {med[m] * 1e3:8.3f} ms/step  {med[m] / med['off'] - 1:+7.2%}  "
               f"({(med[m] - med['off']) * 1e6:+.0f} us/step)")
     if args.record:
-        rec = records.make_record("overhead", vars(args), {"times": times, "median": med,
+        rec = records.make_record("overhead", vars(args), {"per_round": times, "median": med,
                                   "overhead": med["full"] / med["off"] - 1,
                                   "overhead_light": med["light"] / med["off"] - 1}, backend=args.backend)
         print("saved", records.save(rec, args.record, runs_dir=records.RUNS_DIR, overwrite=True))

@@ -24,10 +24,11 @@ Errors are predicted / measured - 1, per round, saved with every figure.
 import argparse
 import statistics
 
-from ddp_lessons import allreduce, launch, records, whatif
-from ddp_lessons.intro import workers
-from ddp_lessons.runtime import cpu_count, threads_per_rank
-from ddp_lessons.predict import from_fit
+from ddp_lessons.tool import allreduce, records
+from ddp_lessons import launch, whatif
+from ddp_lessons.cases.intro import workers
+from ddp_lessons.tool.runtime import cpu_count, threads_per_rank
+from ddp_lessons.tool.predict import from_fit
 
 WORKLOADS = {"compute-heavy": {"width": 256, "depth": 3, "batch": 4096},
              "communication-heavy": {"width": 1024, "depth": 6, "batch": 16}}
@@ -39,7 +40,7 @@ def _median(steps, key, skip=2):
 
 def link_of_this_machine(iters=20):
     sizes = allreduce.default_sizes(4 * 1024, 64 * 2**20)
-    rows = allreduce.summarize(launch(allreduce.allreduce_sweep, (sizes, iters), world_size=2))
+    rows = allreduce.summarize(launch(allreduce.sweep, (sizes, iters), world_size=2))
     fit = allreduce.fit_latency_bandwidth(rows)
     return from_fit(fit, 2, "gloo on this machine"), fit, rows
 

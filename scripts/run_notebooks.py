@@ -3,7 +3,7 @@
 Reads the stored notebooks (`notebooks/NN_name.ipynb`) with nbformat, runs each
 in a fresh kernel with nbclient (cwd `notebooks/`, `DDP_LESSONS_PROGRESS=0`, a
 timeout per cell), never writes outputs back, and saves one run record
-(`ddp_lessons.records`, kind "notebook-run") with one entry per notebook:
+(`ddp_lessons.tool.records`, kind "notebook-run") with one entry per notebook:
 name, passed, seconds, and the first error (cell index, ename, the first line
 of evalue and its last lines: a worker's exception arrives as
 "-- Process N terminated with the following error:" followed by its traceback). Exit status 1 when a notebook failed.
@@ -113,8 +113,8 @@ def main(argv=None) -> int:
         args.keep_executed.mkdir(parents=True, exist_ok=True)
     names = [Path(n).stem for n in args.only] or [q.stem for q in sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))]
     os.environ["DDP_LESSONS_PROGRESS"] = "0"  # the kernels inherit it: no live progress widgets
-    from ddp_lessons import records
-    from ddp_lessons.common import RUNS_DIR
+    from ddp_lessons.tool import records
+    from ddp_lessons.tool.paths import RUNS_DIR
     if args.record and records._path(args.record, RUNS_DIR).exists() and not args.overwrite:
         p.error(f"data/runs/{args.record}.json exists: pass --overwrite or choose another name")
     entries = []

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from ddp_lessons import records
+from ddp_lessons.tool import records
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run_notebooks as rn  # noqa: E402  (a sibling script: the same kernel and execution)
@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     p.add_argument("--report", metavar="NAME", help="print the table of an existing record and exit")
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     args = p.parse_args(argv)
-    from ddp_lessons.common import RUNS_DIR
+    from ddp_lessons.tool.paths import RUNS_DIR
     old = []
     name = args.report or args.record
     if name and records._path(name, RUNS_DIR).exists():

@@ -6,8 +6,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ddp_lessons.common import mlp, wrap_ddp
-from ddp_lessons.timing import StepTimer
+from ddp_lessons.course.toy import mlp
+from ddp_lessons.tool.ddp import wrap_ddp
+from ddp_lessons.tool.timing import StepTimer
 
 
 def sleepy(steps=5, epochs=2, before=0.1, work=0.02, slower=0.03, eval_s=0.2, gap=0.01):
@@ -32,7 +33,7 @@ def sleepy(steps=5, epochs=2, before=0.1, work=0.02, slower=0.03, eval_s=0.2, ga
         with timer.outside("eval"):
             time.sleep(eval_s)
     wall = time.perf_counter() - t0
-    return {"times": timer.result(), "wall": wall}
+    return {"timer": timer.result(), "wall": wall}
 
 
 def duplicated_eval(epochs=3, steps=15, batch=32, test_size=30000, width=512):

@@ -3,11 +3,12 @@
 import torch
 import torch.distributed as dist
 
-from ddp_lessons import hooks
-from ddp_lessons.common import gradient_bytes, mlp, wrap_ddp
-from ddp_lessons.hooks import allreduce_hook
-from ddp_lessons.intro import workers as toy
-from ddp_lessons.timing import StepTimer
+from ddp_lessons.tool import hooks
+from ddp_lessons.tool.ddp import gradient_bytes, wrap_ddp
+from ddp_lessons.course.toy import mlp
+from ddp_lessons.tool.hooks import allreduce_hook
+from ddp_lessons.cases.intro import workers as toy
+from ddp_lessons.tool.timing import StepTimer
 
 
 def count_sent_bytes(timed, comm_dtype, steps=4):

@@ -1,7 +1,7 @@
 """What every test under tests/ must leave behind: no process of ours, no run directory.
 
 The launcher promises that no worker process and no temporary directory
-outlives `launch`, whatever happens (see ddp_lessons.launcher.parent); a test
+outlives `launch`, whatever happens (see ddp_lessons.tool.launcher.parent); a test
 that starts workers some other way (torchrun, `python -m ddp_lessons`) must
 clean up too. This fixture checks it after every test in tests/, once, here.
 Notebooks (nbval, under notebooks/) are outside this directory and unaffected.

@@ -2,7 +2,8 @@
 
 import pytest
 
-from ddp_lessons import allreduce, launch
+from ddp_lessons.tool import allreduce
+from ddp_lessons import launch
 
 
 def test_fit_recovers_a_known_latency_and_bandwidth():
@@ -31,8 +32,8 @@ def test_a_term_the_sizes_cannot_resolve_is_said_so_not_printed_as_a_number():
 
 
 def test_busbw_is_algbw_times_2_n_minus_1_over_n():
-    fake = [{"world_size": 4, "sizes": [1000], "times": [[0.001, 0.002, 0.001]]},
-            {"world_size": 4, "sizes": [1000], "times": [[0.001, 0.001, 0.003]]}]
+    fake = [{"world_size": 4, "sizes": [1000], "iters": [[0.001, 0.002, 0.001]]},
+            {"world_size": 4, "sizes": [1000], "iters": [[0.001, 0.001, 0.003]]}]
     (row,) = allreduce.summarize(fake)
     assert row["time"] == 0.002  # median over iterations of the slowest rank: (1, 2, 3) ms
     assert row["best"] == 0.001
@@ -46,6 +47,6 @@ def test_sizes_are_powers_of_two():
 
 def test_live_sweep_returns_every_size_on_every_rank():
     sizes = [4096, 2**20]
-    out = launch(allreduce.allreduce_sweep, (sizes, 3, 1), world_size=2)
+    out = launch(allreduce.sweep, (sizes, 3, 1), world_size=2)
     assert [r["rank"] for r in out] == [0, 1]
-    assert all(r["sizes"] == sizes and [len(t) for t in r["times"]] == [3, 3] for r in out)
+    assert all(r["sizes"] == sizes and [len(t) for t in r["iters"]] == [3, 3] for r in out)

@@ -1,16 +1,18 @@
 """The package's import graph: no cycle, and arrows only point down.
 
-Floors (see src/ddp_lessons/__init__.py): the ground floor (runtime, common,
-launcher, timing, records, plots, allreduce, exercises, cmdline, ... : every
-top-level module that is not one of the floors above, and the package's own
-__init__, which runs before any of its modules) ; intro, case1, case2, own ; cli
-and __main__. A module imports only from its own floor's package or below;
-runtime and common import nothing from ddp_lessons.
+Floors (see src/ddp_lessons/__init__.py), from the ground up: `tool` (what a
+practitioner imports; the package's own __init__, which runs before any of its
+modules, belongs here and imports only the tool) ; `course` (the course's
+machinery) ; the cases under `cases` (intro, case1, case2, own: never each
+other) ; `cli` and `__main__`. A module imports only from its own floor or
+below. Inside the tool, its parts have an order of their own (TOOL_TIERS): a
+part imports only parts of its own tier or a lower one, and the first tier's
+parts import nothing from ddp_lessons.
 
 The graph is read from the source (ast), not by importing it, so imports
 inside functions count as well, and so do import strings: a string constant
 that is exactly a module of the package, optionally with ":name"
-("ddp_lessons.case1.cli:cli_command" in cli.COMMANDS, the argument of an
+("ddp_lessons.cases.case1.cli:cli_command" in cli.COMMANDS, the argument of an
 importlib.import_module("ddp_lessons.x")).
 
 How an import becomes edges, the way Python executes it. Importing module T
@@ -36,9 +38,15 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "ddp_lessons"
-CASES = ("intro", "case1", "case2", "own")   # the floor above the ground: never import each other
+CASES = ("intro", "case1", "case2", "own")   # under ddp_lessons.cases: never import each other
 TOP = ("cli", "__main__")             # the top floor
-LEAVES = ("runtime", "common")        # import nothing from the package
+FLOORS = ("tool", "course", "cases", "top")  # bottom up; a case's floor is its own name, at "cases"
+# The tool's parts, bottom up (see src/ddp_lessons/tool/__init__.py).
+TOOL_TIERS = (("runtime", "paths", "spread", "ddp", "hooks"),      # import nothing from the package
+              ("verdict", "records", "launcher", "timing"),
+              ("allreduce", "commands", "diagnosis"),
+              ("plots", "predict"))
+LEAVES = TOOL_TIERS[0]
 
 
 def _modules(src: Path, package: str) -> dict[str, Path]:
@@ -124,13 +132,27 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def _floor(name: str) -> str:
-    """'ground', the name of a case package, or 'top'."""
+    """'tool', 'course', the name of a case, or 'top'."""
     parts = name.split(".")
-    if len(parts) == 1:
-        return "ground"
+    if len(parts) == 1 or parts[1] == "tool":
+        return "tool"
     if parts[1] in TOP:
         return "top"
-    return parts[1] if parts[1] in CASES else "ground"
+    if parts[1] == "cases":
+        return parts[2] if len(parts) > 2 else "cases"
+    return parts[1]
+
+
+def _level(floor: str) -> int:
+    return FLOORS.index("cases" if floor in CASES else floor)
+
+
+def _tier(name: str) -> int | None:
+    """The tier of a module of the tool's parts (None: the tool's own __init__ or outside the tool)."""
+    parts = name.split(".")
+    if len(parts) < 3 or parts[1] != "tool":
+        return None
+    return next(i for i, tier in enumerate(TOOL_TIERS) if parts[2] in tier)
 
 
 def layering_violations(graph: dict[str, set[str]]) -> list[str]:
@@ -139,8 +161,10 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
         floor = _floor(name)
         for t in sorted(targets):
             to = _floor(t)
-            if floor == "ground" and to != "ground" or floor in CASES and to not in ("ground", floor):
+            if _level(to) > _level(floor) or floor in CASES and to in CASES and to != floor:
                 wrong.append(f"{name} ({floor}) imports {t} ({to})")
+            elif _tier(name) is not None and _tier(t) is not None and _tier(t) > _tier(name):
+                wrong.append(f"{name} (tool tier {_tier(name)}) imports {t} (tool tier {_tier(t)})")
     return wrong
 
 
@@ -151,14 +175,15 @@ def graph():
 
 def test_the_graph_sees_every_kind_of_import(graph):
     # If one of these edges vanished, the reader above stopped seeing a kind of import.
-    p = PACKAGE
-    assert f"{p}.launcher.child" in graph[f"{p}.launcher.parent"]          # from . import child
-    assert f"{p}.runtime" in graph[f"{p}.launcher.parent"]                 # from ..runtime import x
-    assert f"{p}.launcher" in graph[f"{p}.intro.workers"]                  # from ..launcher import x
-    assert f"{p}.case2.timing" in graph[f"{p}.case2.lightning"]            # inside a function
-    assert {f"{p}.case1", f"{p}.case1.cli", f"{p}.case2.cli"} <= graph[f"{p}.cli"]  # import strings
+    p, t, c = PACKAGE, f"{PACKAGE}.tool", f"{PACKAGE}.cases"
+    assert f"{t}.launcher.child" in graph[f"{t}.launcher.parent"]          # from . import child
+    assert f"{t}.runtime" in graph[f"{t}.launcher.parent"]                 # from ..runtime import x
+    assert f"{t}.launcher" in graph[f"{c}.intro.workers"]                  # from ...tool.launcher import x
+    assert f"{c}.case2.lightning_timer" in graph[f"{c}.case2.lightning"]   # inside a function
+    assert {f"{c}.case1", f"{c}.case1.cli", f"{c}.case2.cli"} <= graph[f"{p}.cli"]  # import strings
     assert graph[f"{p}.__main__"] == {f"{p}.cli"}
-    assert {"ground", "top", *CASES} == {_floor(n) for n in graph}
+    assert {"tool", "course", "top", *CASES} == {_floor(n) for n in graph} - {"cases"}
+    assert {n.split(".")[2] for n in graph if _tier(n) is not None} == {m for tier in TOOL_TIERS for m in tier}
 
 
 def test_no_import_cycle(graph):
@@ -173,7 +198,7 @@ def test_arrows_point_down(graph):
 
 @pytest.mark.parametrize("leaf", LEAVES)
 def test_leaves_import_nothing_from_the_package(graph, leaf):
-    assert graph[f"{PACKAGE}.{leaf}"] == set()
+    assert graph[f"{PACKAGE}.tool.{leaf}"] == set()
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -207,12 +232,29 @@ def test_the_model_on_a_package_made_up_for_it(tmp_path):
 
 
 def test_the_floors_on_made_up_edges():
-    p = PACKAGE
-    assert layering_violations({f"{p}.records": {f"{p}.case1.data"},       # ground -> case
-                                f"{p}.case1.train": {f"{p}.case2.model"},  # case -> other case
-                                f"{p}.intro.cli": {f"{p}.cli"},            # case -> top
-                                f"{p}.case2.cli": {f"{p}.case2", f"{p}.cmdline"},  # fine
-                                f"{p}.cli": {f"{p}.case1.cli"}}) == [      # fine
-        f"{p}.case1.train (case1) imports {p}.case2.model (case2)",
-        f"{p}.intro.cli (intro) imports {p}.cli (top)",
-        f"{p}.records (ground) imports {p}.case1.data (case1)"]
+    p, t, c = PACKAGE, f"{PACKAGE}.tool", f"{PACKAGE}.cases"
+    assert layering_violations({f"{t}.records": {f"{c}.case1.data"},          # tool -> case
+                                f"{t}.verdict": {f"{p}.course.exercises"},    # tool -> course
+                                f"{t}.launcher.parent": {f"{t}.diagnosis"},   # tool tier 1 -> tier 2
+                                f"{p}": {f"{p}.course"},                      # the package -> course
+                                f"{c}.case1.train": {f"{c}.case2.model"},     # case -> other case
+                                f"{c}.intro.cli": {f"{p}.cli"},               # case -> top
+                                f"{c}.case2.cli": {f"{c}.case2", f"{t}.commands", f"{p}.course.options"},  # fine
+                                f"{t}.diagnosis.rules": {f"{t}.timing", f"{t}.spread"},                   # fine
+                                f"{p}.cli": {f"{c}.case1.cli"}}) == [         # fine
+        f"{p} (tool) imports {p}.course (course)",
+        f"{c}.case1.train (case1) imports {c}.case2.model (case2)",
+        f"{c}.intro.cli (intro) imports {p}.cli (top)",
+        f"{t}.launcher.parent (tool tier 1) imports {t}.diagnosis (tool tier 2)",
+        f"{t}.records (tool) imports {c}.case1.data (case1)",
+        f"{t}.verdict (tool) imports {p}.course.exercises (course)"]
+
+
+def test_importing_the_package_loads_the_tool_only():
+    # What `import ddp_lessons` runs, in a fresh interpreter: nothing of the course or its cases.
+    import subprocess
+    import sys
+    code = "import sys, ddp_lessons; print(sorted(m for m in sys.modules if m.startswith('ddp_lessons.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = eval(out)
+    assert loaded and all(m.startswith(f"{PACKAGE}.tool.") or m == f"{PACKAGE}.tool" for m in loaded), loaded

@@ -5,12 +5,13 @@ import math
 
 import pytest
 
-from ddp_lessons import WorkerFailed, cli, launch, records
-from ddp_lessons import case1
-from ddp_lessons.case1 import evaluate_worker, parse_override, per_rank, run_without_launcher
-from ddp_lessons.case1.data import make_vqa_dataset
-from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS, drop_unused_heads
-from ddp_lessons.common import gradient_bytes
+from ddp_lessons import WorkerFailed, cli, launch
+from ddp_lessons.tool import records
+from ddp_lessons.cases import case1
+from ddp_lessons.cases.case1 import evaluate_worker, parse_override, per_rank, run_without_launcher
+from ddp_lessons.cases.case1.data import make_vqa_dataset
+from ddp_lessons.cases.case1.model import M3AEConfig, M3AETransformerSS, drop_unused_heads
+from ddp_lessons.tool.ddp import gradient_bytes
 
 FAST = dict(num_workers=0, batch_size=8)   # loader workers only where a test needs them
 

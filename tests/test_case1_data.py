@@ -8,7 +8,7 @@ import torch
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from ddp_lessons.case1.data import VQAFeatureDataset, make_vqa_dataset
+from ddp_lessons.cases.case1.data import VQAFeatureDataset, make_vqa_dataset
 
 TINY = dict(n_images=6, n_qa=40, image_size=32, answer_vocab=24, test_fraction=0.25, seed=3)
 

@@ -7,10 +7,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ddp_lessons.case1.data import VQAFeatureDataset, make_vqa_dataset
-from ddp_lessons.case1.model import (M3AEConfig, M3AETransformerSS, count_parameters,
-                                     drop_unused_heads)
-from ddp_lessons.common import gradient_bytes
+from ddp_lessons.cases.case1.data import VQAFeatureDataset, make_vqa_dataset
+from ddp_lessons.cases.case1.model import M3AEConfig, M3AETransformerSS, count_parameters, drop_unused_heads
+from ddp_lessons.tool.ddp import gradient_bytes
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,11 @@ import psutil
 import pytest
 import torch
 
-from ddp_lessons import case2, launch, records
-from ddp_lessons.case2.breakeven import Costs, breakeven, predict, speedup
-from ddp_lessons.case2.model import grad_bytes, param_count
+from ddp_lessons.cases import case2
+from ddp_lessons import launch
+from ddp_lessons.tool import records
+from ddp_lessons.cases.case2.breakeven import Costs, breakeven, predict, speedup
+from ddp_lessons.cases.case2.model import grad_bytes, param_count
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
 SHORT = dict(epochs=1, train_batches=6, val_batches=2)
@@ -24,7 +26,7 @@ def test_posted_model_size_and_gradient_bytes():
 
 def test_callback_records_every_micro_step_and_epoch():
     r = case2.fit_here(case2.Options(nvml="off", **SHORT))
-    t = r["times"]
+    t = r["timer"]
     assert len(t["steps"]) == 6 and len(t["epochs"]) == 1
     assert all(s["step_time"] > 0 and s["forward"] > 0 and s["backward"] > 0 for s in t["steps"])
     assert t["epochs"][0]["validation"] > 0
@@ -40,9 +42,9 @@ def test_three_workers_lightning_reuses_the_launchers_processes():
     # The launcher's processes: children of this process, or of its fork server.
     assert out[0]["ppid"] in {os.getpid(), *(p.pid for p in psutil.Process().children())}
     # accumulate_grad_batches=3: DDP all-reduces on every 3rd micro-step only (no_sync)
-    calls = [s["allreduce_calls"] for s in out[0]["times"]["steps"]]
+    calls = [s["allreduce_calls"] for s in out[0]["timer"]["steps"]]
     assert calls == [0, 0, 1, 0, 0, 1]
-    synced = [s for s in out[0]["times"]["steps"] if s["allreduce_calls"]]
+    synced = [s for s in out[0]["timer"]["steps"] if s["allreduce_calls"]]
     assert all(s["allreduce_bytes"] == 134_657 * 4 for s in synced)
 
 
@@ -53,7 +55,7 @@ def test_fit_worker_untimed_runs_lightnings_own_ddp_strategy():
 
 
 def test_fit_one_stays_in_this_process_only_where_no_gpu_is_visible():
-    from ddp_lessons.launcher.placement import Placement
+    from ddp_lessons.tool.launcher.placement import Placement
     opts = case2.Options(nvml="off", **SHORT)
     here = case2.fit_one(opts, Placement(3, "gloo", "cpu", gpus_visible=0))
     assert here["pid"] == os.getpid() and here["optimizer_steps"] == 2
@@ -103,14 +105,14 @@ def test_nvml_costs_time_the_block_fresh_in_a_new_process_and_held_here(tmp_path
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "pynvml", raising=False)
     importlib.invalidate_caches()
-    out = case2.nvml_costs(4)
+    out = case2.nvml.costs(4)
     assert out["error"] is None and out["process"] == "new"
-    assert len(out["times"]) == 4 and len(out["held"]["times"]) == 4
+    assert len(out["calls"]) == 4 and len(out["held"]["calls"]) == 4
     starts = log.read_text().split().count("start")
     # new process: the error probe and each of the 4 calls start NVML (5);
     # here: the probe (1) and the one held reference (1), none of the 4 calls
     assert starts == 5 + 2
-    assert case2.nvml_utilisation() == [7, 7]
+    assert case2.nvml.utilisation() == [7, 7]
 
 
 def test_missing_nvml_raises_the_real_error():
@@ -121,8 +123,8 @@ def test_missing_nvml_raises_the_real_error():
         pytest.skip("NVML works on this machine")
     except pynvml.NVMLError as exc:
         expected = f"{type(exc).__name__}: {exc}"
-    assert case2.nvml_error() == expected
-    assert case2.nvml_cost(3) == {"error": expected, "per_call": None}
+    assert case2.nvml.error() == expected
+    assert case2.nvml.cost(3) == {"error": expected, "per_call": None}
     with pytest.raises(pynvml.NVMLError):
         case2.fit_here(case2.Options(**SHORT), timed=False)
 
@@ -183,7 +185,7 @@ def test_cli_saves_a_loadable_record(tmp_path, capsys):
     assert len(raw["machine"]["gpus"]) == torch.cuda.device_count() and raw["machine"]["backend"] is None
     assert set(raw["results"]) == {"lightning", "plain"}
     (lightning,) = raw["results"]["lightning"]
-    assert lightning["optimizer_steps"] == 5 and len(lightning["times"]["steps"]) == 5
+    assert lightning["optimizer_steps"] == 5 and len(lightning["timer"]["steps"]) == 5
     (plain,) = raw["results"]["plain"]
-    assert plain["world_size"] == 1 and plain["optimizer_steps"] == len(plain["times"]["steps"]) > 0
+    assert plain["world_size"] == 1 and plain["optimizer_steps"] == len(plain["timer"]["steps"]) > 0
     assert records.load(path) == raw

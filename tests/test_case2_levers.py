@@ -4,8 +4,9 @@
 import _benchmarks
 import pytest
 
-from ddp_lessons import records
-from ddp_lessons.case2 import levers, levers_record
+from ddp_lessons.tool import records
+from ddp_lessons.cases.case2 import levers
+from ddp_lessons.cases.case2.levers import catalog, rounds
 
 SMALL = ["--device", "cpu", "--width", "32", "--batch", "16", "--rounds", "3", "--steps", "5", "--warmup", "1"]
 
@@ -38,27 +39,27 @@ def test_cpu_run_saves_a_record_with_every_lever(script, tmp_path):
 
 
 def test_a_failing_lever_is_an_error_and_the_rest_run(monkeypatch, tmp_path):
-    real = levers.make_step
+    real = catalog.make_step
 
     def broken(name, *a):
         if name == "fused":
             raise RuntimeError("no fused kernel here")
         return real(name, *a)
-    monkeypatch.setattr(levers, "make_step", broken)
-    res = levers_record.run_levers(["fixed", "fused"], {"width": 16, "batch": 8}, rounds=3, steps=3, warmup=0,
-                                   device="cpu")
+    monkeypatch.setattr(catalog, "make_step", broken)
+    res = rounds.run_levers(["fixed", "fused"], {"width": 16, "batch": 8}, rounds=3, steps=3, warmup=0,
+                            device="cpu")
     assert res["levers"]["fused"] == {"description": levers.LEVERS["fused"], "rounds": [], "status": "error",
                                       "error": "RuntimeError: no fused kernel here"}
     assert res["levers"]["fixed"]["status"] == "ok" and len(res["levers"]["fixed"]["rounds"]) == 3
 
 
 def test_budget_stops_cleanly_and_bad_input_is_refused(script, tmp_path):
-    res = levers_record.run_levers(["fixed"], {"width": 16, "batch": 8}, rounds=50, steps=2, warmup=0,
-                                   device="cpu", budget_s=0.0)
+    res = rounds.run_levers(["fixed"], {"width": 16, "batch": 8}, rounds=50, steps=2, warmup=0,
+                            device="cpu", budget_s=0.0)
     assert res["status"] == "stopped by the time budget after 0 of 50 rounds" or res["rounds_done"] < 50
     assert res["levers"]["fixed"]["status"] == "skipped"      # budget spent before its set-up
     with pytest.raises(ValueError, match="unknown lever"):
-        levers_record.run_levers(["faster"], device="cpu")
+        rounds.run_levers(["faster"], device="cpu")
     script.main(SMALL + ["--levers", "fixed", "--out", str(tmp_path / "r.json")])
     with pytest.raises(records.RecordError, match="exists: pass --overwrite"):
         script.main(SMALL + ["--levers", "fixed", "--out", str(tmp_path / "r.json")])

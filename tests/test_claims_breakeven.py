@@ -4,17 +4,10 @@ import dataclasses
 
 import pytest
 
-from ddp_lessons.case2 import claims_breakeven as c
-from ddp_lessons.case2.breakeven import (
-    Costs,
-    StepModel,
-    core_share,
-    k_from_sweep,
-    recorded_medians,
-    sensitivity,
-    speedup,
-)
-from ddp_lessons.verdict import FAILS, HOLDS, UNRESOLVED
+from ddp_lessons.cases.case2 import verdicts as c
+from ddp_lessons.cases.case2.breakeven import (Costs, StepModel, core_share, k_from_sweep, recorded_medians,
+                                              sensitivity, speedup)
+from ddp_lessons.tool.verdict import FAILS, HOLDS, UNRESOLVED
 
 
 def test_below_ceiling_every_outcome():

@@ -7,18 +7,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from ddp_lessons import verdict as V
-from ddp_lessons.allreduce import allreduce_time
-from ddp_lessons.case1 import buckets, claims, claims_gpu, gap
+from ddp_lessons.tool import verdict as V
+from ddp_lessons.tool.allreduce import allreduce_time
+from ddp_lessons.cases.case1 import buckets, verdicts, gap
 
 ROOT = Path(__file__).resolve().parents[1]
 H, F, U = V.HOLDS, V.FAILS, V.UNRESOLVED
 
 
 def test_split_disjoint_every_outcome():
-    assert claims.split_disjoint([[1, 2], [3, 4]], 4).holds
-    assert claims.split_disjoint([[1, 2], [2, 3]], 3).fails          # a question on both ranks
-    assert claims.split_disjoint([[1, 2], [3]], 4).fails             # one question never seen
+    assert verdicts.split_disjoint([[1, 2], [3, 4]], 4).holds
+    assert verdicts.split_disjoint([[1, 2], [2, 3]], 3).fails          # a question on both ranks
+    assert verdicts.split_disjoint([[1, 2], [3]], 4).fails             # one question never seen
 
 
 def _rounds(one, two, batch=(8, 8)):
@@ -27,10 +27,10 @@ def _rounds(one, two, batch=(8, 8)):
 
 def test_two_workers_not_twice_as_fast_every_outcome():
     one = [10, 10.5, 11, 11.5, 12]
-    assert claims.two_workers_not_twice_as_fast(_rounds(one, [20, 21, 22, 23, 24])).holds
-    assert claims.two_workers_not_twice_as_fast(_rounds(one, [5, 6, 7, 8, 9])).fails
-    assert claims.two_workers_not_twice_as_fast(_rounds(one, [9, 12, 11, 12, 13])).status == U  # a round each way
-    assert claims.two_workers_not_twice_as_fast(_rounds(one[:2], [20, 21])).status == U        # too few rounds
+    assert verdicts.two_workers_not_twice_as_fast(_rounds(one, [20, 21, 22, 23, 24])).holds
+    assert verdicts.two_workers_not_twice_as_fast(_rounds(one, [5, 6, 7, 8, 9])).fails
+    assert verdicts.two_workers_not_twice_as_fast(_rounds(one, [9, 12, 11, 12, 13])).status == U  # a round each way
+    assert verdicts.two_workers_not_twice_as_fast(_rounds(one[:2], [20, 21])).status == U        # too few rounds
 
 
 def _edge(e0, ar0, ar1, d0=0.1, d1=0.1, usual=(0.05, 0.06, 0.07, 0.08)):
@@ -39,81 +39,81 @@ def _edge(e0, ar0, ar1, d0=0.1, d1=0.1, usual=(0.05, 0.06, 0.07, 0.08)):
 
 
 def test_eval_wait_every_outcome():
-    assert claims.eval_wait(_edge(1.0, 0.05, 1.0)).holds                 # rank 1 blocked ~ the evaluation
-    assert claims.eval_wait(_edge(1.0, 0.05, 0.06)).fails                # nobody waits (shared evaluation)
-    assert claims.eval_wait(_edge(1.0, 0.05, 0.55)).status == U          # half of it, within the margin
+    assert verdicts.eval_wait(_edge(1.0, 0.05, 1.0)).holds                 # rank 1 blocked ~ the evaluation
+    assert verdicts.eval_wait(_edge(1.0, 0.05, 0.06)).fails                # nobody waits (shared evaluation)
+    assert verdicts.eval_wait(_edge(1.0, 0.05, 0.55)).status == U          # half of it, within the margin
     # the loader restart is taken out: rank 0's slow restart explains rank 1's wait, not the evaluation
-    assert claims.eval_wait(_edge(1.0, 0.05, 1.0, d0=0.9, d1=0.0)).fails
+    assert verdicts.eval_wait(_edge(1.0, 0.05, 1.0, d0=0.9, d1=0.0)).fails
     with pytest.raises(ValueError, match="did not evaluate"):
-        claims.eval_wait(_edge(0.0, 0.05, 1.0))
+        verdicts.eval_wait(_edge(0.0, 0.05, 1.0))
 
 
 def test_epoch_boundary_reads_the_first_step_of_epoch_1():
     steps = [{"step_time": 1, "data": 0.01, "allreduce": a} for a in (9, 9, 0.1, 0.2, 5.0, 0.3, 0.4)]
     res = [{"rank": 0, "steps_per_epoch": 4, "timer": {"steps": steps},
             "epochs": [{"eval_time": 2.0}, {"eval_time": 1.0}]}]
-    (row,) = claims.epoch_boundary(res)
+    (row,) = verdicts.epoch_boundary(res)
     assert row["first_allreduce"] == 5.0 and row["eval_time"] == 2.0
     assert row["usual_allreduce"] == [0.1, 0.2, 0.3, 0.4]
 
 
 def test_same_counts_and_raises():
-    assert claims.same_counts("c", [1, 2], [1, 2], "n").holds
-    assert claims.same_counts("c", [1, 2], [1, 3], "n").fails
-    assert claims.raises("c", "RuntimeError: Expected to have finished reduction", "finished reduction").holds
-    assert claims.raises("c", None, "finished reduction").fails
-    assert claims.raises("c", "ValueError: other", "finished reduction").fails
+    assert verdicts.same_counts("c", [1, 2], [1, 2], "n").holds
+    assert verdicts.same_counts("c", [1, 2], [1, 3], "n").fails
+    assert verdicts.raises("c", "RuntimeError: Expected to have finished reduction", "finished reduction").holds
+    assert verdicts.raises("c", None, "finished reduction").fails
+    assert verdicts.raises("c", "ValueError: other", "finished reduction").fails
 
 
 def test_epoch_longer_halved_every_outcome():
     kept = [4.0, 4.2, 4.1, 4.3]
-    assert claims.epoch_longer_halved(kept, [8.0, 8.1, 8.3, 7.9]).holds
-    assert claims.epoch_longer_halved(kept, [3.0, 3.1, 3.3, 2.9]).fails
-    assert claims.epoch_longer_halved(kept, [5.0, 3.0, 4.5, 4.0]).status == U
-    assert claims.epoch_longer_halved(kept[:2], [8.0, 8.1]).status == U    # too few rounds
+    assert verdicts.epoch_longer_halved(kept, [8.0, 8.1, 8.3, 7.9]).holds
+    assert verdicts.epoch_longer_halved(kept, [3.0, 3.1, 3.3, 2.9]).fails
+    assert verdicts.epoch_longer_halved(kept, [5.0, 3.0, 4.5, 4.0]).status == U
+    assert verdicts.epoch_longer_halved(kept[:2], [8.0, 8.1]).status == U    # too few rounds
 
 
 def test_bytes_change_only_with_every_outcome():
     rows = [{"variant": "posted", "allreduce_bytes": 10}, {"variant": "alone: 1", "allreduce_bytes": 10},
             {"variant": "alone: 4a heads", "allreduce_bytes": 6}, {"variant": "up to: 4b", "allreduce_bytes": 6}]
-    assert claims.bytes_change_only_with(rows, "4a").holds
+    assert verdicts.bytes_change_only_with(rows, "4a").holds
     bad = copy.deepcopy(rows)
     bad[1]["allreduce_bytes"] = 8
-    assert claims.bytes_change_only_with(bad, "4a").fails
+    assert verdicts.bytes_change_only_with(bad, "4a").fails
     none = [dict(r, allreduce_bytes=10) for r in rows]
-    assert claims.bytes_change_only_with(none, "4a").fails
+    assert verdicts.bytes_change_only_with(none, "4a").fails
 
 
 def test_core_overbooked_both_ways():
-    assert claims.core_overbooked(8, 1, 2, 2, "c").holds
-    assert claims.core_overbooked(15, 1, 16, 1, "c").fails      # the budget: exactly the share
-    assert claims.core_overbooked(16, 16, 16, 1, "c").holds
+    assert verdicts.core_overbooked(8, 1, 2, 2, "c").holds
+    assert verdicts.core_overbooked(15, 1, 16, 1, "c").fails      # the budget: exactly the share
+    assert verdicts.core_overbooked(16, 16, 16, 1, "c").holds
 
 
 def test_distributed_count_equal_every_outcome():
     single = [26, 0, 25, 11]
-    assert claims.distributed_count_equal(single, [26, 0, 25, 11], "c").holds
-    assert claims.distributed_count_equal(single, [27, 0, 25, 11], "c").fails    # a padded repeat
-    assert claims.distributed_count_equal([26, 0, 25, 0], [26, 0, 25, 0], "c").status == U   # 0 right
-    assert claims.distributed_count_equal([26, 26, 25, 25], [26, 26, 25, 25], "c").status == U  # all right
+    assert verdicts.distributed_count_equal(single, [26, 0, 25, 11], "c").holds
+    assert verdicts.distributed_count_equal(single, [27, 0, 25, 11], "c").fails    # a padded repeat
+    assert verdicts.distributed_count_equal([26, 0, 25, 0], [26, 0, 25, 0], "c").status == U   # 0 right
+    assert verdicts.distributed_count_equal([26, 26, 25, 25], [26, 26, 25, 25], "c").status == U  # all right
 
 
 def test_scaling_below_every_outcome():
     one = [10, 10, 10, 10, 10]
-    assert claims.scaling_below(_rounds(one, [20] * 5), limit=0.8).holds     # 50%
-    assert claims.scaling_below(_rounds(one, [10] * 5), limit=0.8).fails     # 100%
-    assert claims.scaling_below(_rounds(one, [9, 10, 12, 14, 15]), limit=0.8).status == U
+    assert verdicts.scaling_below(_rounds(one, [20] * 5), limit=0.8).holds     # 50%
+    assert verdicts.scaling_below(_rounds(one, [10] * 5), limit=0.8).fails     # 100%
+    assert verdicts.scaling_below(_rounds(one, [9, 10, 12, 14, 15]), limit=0.8).status == U
     # the limit notebook 03 uses: perfect scaling (1.0); superlinear steps make it fail
-    assert claims.scaling_below(_rounds(one, [12] * 5), limit=1.0).holds      # 83%
-    assert claims.scaling_below(_rounds(one, [8] * 5), limit=1.0).fails       # 125%
-    assert claims.scaling_below(_rounds(one, [20] * 5, batch=(8, 16)), limit=1.0).status == U  # batch counted
+    assert verdicts.scaling_below(_rounds(one, [12] * 5), limit=1.0).holds      # 83%
+    assert verdicts.scaling_below(_rounds(one, [8] * 5), limit=1.0).fails       # 125%
+    assert verdicts.scaling_below(_rounds(one, [20] * 5, batch=(8, 16)), limit=1.0).status == U  # batch counted
 
 
 def test_padded_sampler_really_counts_differently():
     # the counter-example the notebook shows: DistributedSampler pads 51 questions to 2 x 26
     from torch.utils.data.distributed import DistributedSampler
     idx = [i for r in range(2) for i in DistributedSampler(range(51), num_replicas=2, rank=r, shuffle=False)]
-    from ddp_lessons.case1.evaluate import ShardSampler
+    from ddp_lessons.cases.case1.evaluate import ShardSampler
     shard = [i for r in range(2) for i in ShardSampler(51, r, 2)]
     assert sorted(shard) == list(range(51)) and len(idx) == 52
 
@@ -128,15 +128,15 @@ def test_assign_closes_a_bucket_at_the_cap():
 def test_late_tensor_exposed_both_ways():
     late = [("a", 1_000_000), ("b", 1_000_000), ("emb", 13_000_000)]
     early = [("emb", 13_000_000), ("a", 1_000_000), ("b", 1_000_000)]
-    assert buckets.late_tensor_exposed(late).holds
-    assert buckets.late_tensor_exposed(early).fails
+    assert verdicts.late_tensor_exposed(late).holds
+    assert verdicts.late_tensor_exposed(early).fails
     assert buckets.last_bucket_share(early, 1) == pytest.approx(2 / 15)
 
 
 def test_calls_match_both_ways():
     order = [("a", 600_000), ("b", 600_000), ("emb", 13_000_000)]
-    assert buckets.calls_match(order, {1: 2, 25: 1}).holds
-    assert buckets.calls_match(order, {1: 3, 25: 1}).fails
+    assert verdicts.calls_match(order, {1: 2, 25: 1}).holds
+    assert verdicts.calls_match(order, {1: 3, 25: 1}).fails
 
 
 def test_ready_order_is_the_backward_order():
@@ -166,8 +166,8 @@ def test_gap_row_is_the_cost_model():
 def test_gap_verdicts_every_outcome():
     narrow = gap.table(3058, 1_500_000_000, 0.6, batches=(8,), links={"x4": 3e9})
     wide = gap.table(3058, 1_500_000_000, 0.6, batches=(32,), links={"x16": 24e9})
-    assert gap.comm_can_explain(narrow).holds and gap.comm_can_explain(wide).fails
-    assert gap.comm_explains_everywhere(narrow).holds and gap.comm_explains_everywhere(narrow + wide).fails
+    assert verdicts.comm_can_explain(narrow).holds and verdicts.comm_can_explain(wide).fails
+    assert verdicts.comm_explains_everywhere(narrow).holds and verdicts.comm_explains_everywhere(narrow + wide).fails
     assert gap.explains(wide[0]) == "does not explain it"
     assert gap.explains(narrow[0]) == "explains it only if nothing overlaps"
     assert gap.explains(gap.row(8, 1e9, 3058, 1_500_000_000, 0.6)) == "explains it, even overlapped"
@@ -188,43 +188,43 @@ def _record(a_times, b_times):
 
 
 def test_pair_every_outcome():
-    assert claims_gpu.pair(_record([1, 1, 1], [0.8, 0.9, 0.85]), "A", "B", "c").holds
-    assert claims_gpu.pair(_record([1, 1, 1], [1.2, 1.1, 1.3]), "A", "B", "c").fails
-    assert claims_gpu.pair(_record([1, 1, 1], [0.8, 1.2, 0.9]), "A", "B", "c").status == U
-    assert claims_gpu.pair(_record([1, 1], [0.8, 0.9]), "A", "B", "c").status == U     # 2 rounds
+    assert verdicts.pair(_record([1, 1, 1], [0.8, 0.9, 0.85]), "A", "B", "c").holds
+    assert verdicts.pair(_record([1, 1, 1], [1.2, 1.1, 1.3]), "A", "B", "c").fails
+    assert verdicts.pair(_record([1, 1, 1], [0.8, 1.2, 0.9]), "A", "B", "c").status == U
+    assert verdicts.pair(_record([1, 1], [0.8, 0.9]), "A", "B", "c").status == U     # 2 rounds
     with pytest.raises(KeyError, match="use one of"):
-        claims_gpu.round_medians(_record([1], [1]), "C")
+        verdicts.round_medians(_record([1], [1]), "C")
 
 
 def test_unsteady_and_loader_share():
     rec = _record([1, 1, 1], [1, 1, 1])
-    assert claims_gpu.unsteady(rec) == []
+    assert verdicts.unsteady(rec) == []
     rec["results"]["runs"][0]["step_times"] = [1, 1, 1, 1.5, 0.5, 1.5, 0.5, 1.5, 0.5, 1]
-    assert [(n, r) for n, r, _ in claims_gpu.unsteady(rec)] == [("A", 0)]
-    assert claims_gpu.loader_keeps_up(rec, "B").holds
+    assert [(n, r) for n, r, _ in verdicts.unsteady(rec)] == [("A", 0)]
+    assert verdicts.loader_keeps_up(rec, "B").holds
     rec2 = _record([1, 1, 1], [1, 1, 1])
     for r in rec2["results"]["runs"]:
         r["parts"]["data"] = 0.5
-    assert claims_gpu.loader_keeps_up(rec2, "B").fails
+    assert verdicts.loader_keeps_up(rec2, "B").fails
 
 
 def test_the_stored_pairs_record_reads():
     rec = json.loads((ROOT / "data" / "runs" / "case1-h200-pairs.json").read_text())
-    assert len([m for m in claims_gpu.round_medians(rec, "broken") if m is not None]) >= 3
-    assert "H200" in claims_gpu.machine_line(rec)
+    assert len([m for m in verdicts.round_medians(rec, "broken") if m is not None]) >= 3
+    assert "H200" in verdicts.machine_line(rec)
 
 
 def test_order_repeats_every_outcome():
     same, new = [[1, 2, 3], [1, 2, 3]], [[1, 2, 3], [3, 1, 2]]
-    assert claims.order_repeats(same, new).holds
-    assert claims.order_repeats(new, new).fails          # without set_epoch yet reshuffled
-    assert claims.order_repeats(same, same).fails        # set_epoch that changes nothing
+    assert verdicts.order_repeats(same, new).holds
+    assert verdicts.order_repeats(new, new).fails          # without set_epoch yet reshuffled
+    assert verdicts.order_repeats(same, same).fails        # set_epoch that changes nothing
 
 
 def test_unsteady_filters_by_name():
     rec = _record([1, 1, 1], [1, 1, 1])
     rec["results"]["runs"][0]["step_times"] = [1, 1, 1, 1.5, 0.5, 1.5, 0.5, 1.5, 0.5, 1]
-    assert claims_gpu.unsteady(rec, ("B",)) == []
+    assert verdicts.unsteady(rec, ("B",)) == []
 
 
 def _evals(*seconds):
@@ -232,7 +232,7 @@ def _evals(*seconds):
 
 
 def test_diagnosis_sees_evaluation_on_the_evaluating_rank_only():
-    from ddp_lessons.case1 import claims as C2
+    from ddp_lessons.cases.case1 import verdicts as C2
     assert C2.diagnosis_sees_evaluation(_evals(0.9, 0.001)).holds
     # Every rank evaluates (duplicated), or the evaluation landed in a step: not on rank 0 alone.
     assert C2.diagnosis_sees_evaluation(_evals(0.9, 0.8)).fails
@@ -240,7 +240,7 @@ def test_diagnosis_sees_evaluation_on_the_evaluating_rank_only():
 
 
 def test_diagnosis_shares_evaluation_both_ways():
-    from ddp_lessons.case1 import claims as C2
+    from ddp_lessons.cases.case1 import verdicts as C2
     assert C2.diagnosis_shares_evaluation(_evals(0.4, 0.5)).holds
     assert C2.diagnosis_shares_evaluation(_evals(0.9, 0.01)).fails
     assert C2.diagnosis_shares_evaluation(_evals(0.9, None)).fails
@@ -251,8 +251,8 @@ def test_stays_unsteady_each_way():
         steps = [[0.1] * 3 + [0.1 * (1 + rel_spread * (i % 4) / 3) for i in range(20)] for _ in range(3)]
         runs = [{"name": "x", "round": i, "ok": True, "skip": 3, "step_times": st} for i, st in enumerate(steps)]
         return {"results": {"runs": runs, "rounds_done": 3}}
-    assert claims_gpu.stays_unsteady(rec(0.4), ["x"], "c").holds
-    assert claims_gpu.stays_unsteady(rec(0.01), ["x"], "c").fails
+    assert verdicts.stays_unsteady(rec(0.4), ["x"], "c").holds
+    assert verdicts.stays_unsteady(rec(0.01), ["x"], "c").fails
     mixed = rec(0.4)
     mixed["results"]["runs"][1]["step_times"] = [0.1] * 23
-    assert claims_gpu.stays_unsteady(mixed, ["x"], "c").status == U
+    assert verdicts.stays_unsteady(mixed, ["x"], "c").status == U

@@ -1,13 +1,13 @@
-"""Case 2's claims (ddp_lessons.case2.claims, hookread): every claim
+"""Case 2's claims (ddp_lessons.cases.case2.verdicts.runs, hookread): every claim
 comes out each way it can, from numbers made up to sit on either side."""
 
 import copy
 
 import pytest
 
-from ddp_lessons import verdict as V
-from ddp_lessons.case2 import claims as C
-from ddp_lessons.case2 import hookread as H
+from ddp_lessons.tool import verdict as V
+from ddp_lessons.cases.case2 import verdicts as C
+from ddp_lessons.cases.case2 import hook_intervals as H
 
 U = V.UNRESOLVED
 
@@ -160,7 +160,7 @@ def test_posted_vs_fixed_each_way():
 
 def test_claims_read_the_stored_gpu_record():
     # The record's own shape (not its numbers): every variant has 5 rounds of every key.
-    from ddp_lessons import records
+    from ddp_lessons.tool import records
     rec = records.load("case2-h200-pairs")
     for name in ("posted", "fixed", "fixed-nvml"):
         for key in C.KEYS:
@@ -171,7 +171,7 @@ def test_claims_read_the_stored_gpu_record():
 def test_nvml_held_vs_fresh_each_way():
     fresh = [15e-3, 16e-3, 15.5e-3, 14.8e-3, 15.2e-3]
     held = [5e-6, 4e-6, 6e-6, 4.5e-6, 5.5e-6]
-    assert C.nvml_held_vs_fresh({"times": fresh, "held": {"times": held}}).holds
-    assert C.nvml_held_vs_fresh({"times": held, "held": {"times": fresh}}).fails
+    assert C.nvml_held_vs_fresh({"calls": fresh, "held": {"calls": held}}).holds
+    assert C.nvml_held_vs_fresh({"calls": held, "held": {"calls": fresh}}).fails
     mixed = [14e-3, 16e-3, 15e-3, 15.5e-3, 14.5e-3]
-    assert C.nvml_held_vs_fresh({"times": fresh, "held": {"times": mixed}}).status == U
+    assert C.nvml_held_vs_fresh({"calls": fresh, "held": {"calls": mixed}}).status == U

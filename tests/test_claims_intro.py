@@ -2,8 +2,8 @@
 
 import pytest
 
-from ddp_lessons import verdict as V
-from ddp_lessons.intro import claims as C
+from ddp_lessons.tool import verdict as V
+from ddp_lessons.cases.intro import verdicts as C
 
 
 def _best(small_us, big_us, half_us, full_us):

@@ -1,43 +1,43 @@
-"""Notebook 07's claims (ddp_lessons.own.claims): each comes out each way on numbers made for it."""
+"""Notebook 07's claims (ddp_lessons.cases.own.verdicts): each comes out each way on numbers made for it."""
 
 import pytest
 
-from ddp_lessons import verdict as v
-from ddp_lessons.own import claims, cores, results
+from ddp_lessons.tool import verdict as v
+from ddp_lessons.cases.own import verdicts, cores, readout
 
 
 def test_same_order_each_epoch():
-    assert claims.same_order_each_epoch([[3, 1, 2], [3, 1, 2]]).holds
-    assert claims.same_order_each_epoch([[3, 1, 2], [2, 3, 1]]).fails
+    assert verdicts.same_order_each_epoch([[3, 1, 2], [3, 1, 2]]).holds
+    assert verdicts.same_order_each_epoch([[3, 1, 2], [2, 3, 1]]).fails
 
 
 def test_every_rank_evaluates_everything():
-    assert claims.every_rank_evaluates_everything([1024, 1024], 1024).holds
-    assert claims.every_rank_evaluates_everything([512, 512], 1024).fails
+    assert verdicts.every_rank_evaluates_everything([1024, 1024], 1024).holds
+    assert verdicts.every_rank_evaluates_everything([512, 512], 1024).fails
 
 
 def test_evaluation_share_large():
-    assert claims.evaluation_share_large([0.4, 0.5, 0.45]).holds
-    assert claims.evaluation_share_large([0.05, 0.1, 0.08]).fails
-    assert claims.evaluation_share_large([0.1, 0.3, 0.2]).status == v.UNRESOLVED
-    assert claims.evaluation_share_large([0.5]).status == v.UNRESOLVED   # one run: no spread
+    assert verdicts.evaluation_share_large([0.4, 0.5, 0.45]).holds
+    assert verdicts.evaluation_share_large([0.05, 0.1, 0.08]).fails
+    assert verdicts.evaluation_share_large([0.1, 0.3, 0.2]).status == v.UNRESOLVED
+    assert verdicts.evaluation_share_large([0.5]).status == v.UNRESOLVED   # one run: no spread
 
 
 def test_speedup_below():
-    assert claims.speedup_below([1.0, 1.1, 0.9], [0.9, 1.0, 0.8]).holds      # about 1.1x
-    assert claims.speedup_below([2.0, 2.1, 1.9], [1.0, 1.0, 1.0]).fails      # about 2x
-    assert claims.speedup_below([2.0, 1.0, 1.0], [1.0, 1.0, 1.0]).status == v.UNRESOLVED
+    assert verdicts.speedup_below([1.0, 1.1, 0.9], [0.9, 1.0, 0.8]).holds      # about 1.1x
+    assert verdicts.speedup_below([2.0, 2.1, 1.9], [1.0, 1.0, 1.0]).fails      # about 2x
+    assert verdicts.speedup_below([2.0, 1.0, 1.0], [1.0, 1.0, 1.0]).status == v.UNRESOLVED
 
 
 def test_fix_is_faster_and_step_is_shorter():
-    assert claims.fix_is_faster([2.0, 2.1, 1.9], [1.2, 1.3, 1.1], 2).holds
-    assert claims.fix_is_faster([1.2, 1.3, 1.1], [2.0, 2.1, 1.9], 2).fails
-    assert claims.step_is_shorter([1.0, 1.0, 1.0], [1.1, 0.9, 1.0], "one GPU").status == v.UNRESOLVED
+    assert verdicts.fix_is_faster([2.0, 2.1, 1.9], [1.2, 1.3, 1.1], 2).holds
+    assert verdicts.fix_is_faster([1.2, 1.3, 1.1], [2.0, 2.1, 1.9], 2).fails
+    assert verdicts.step_is_shorter([1.0, 1.0, 1.0], [1.1, 0.9, 1.0], "one GPU").status == v.UNRESOLVED
 
 
 def test_evaluation_not_split():
-    assert claims.evaluation_not_split([1.0, 1.0, 1.0], [[1.0, 1.1], [0.9, 1.0], [1.0, 1.0]]).holds
-    assert claims.evaluation_not_split([1.0, 1.0, 1.0], [[0.5, 0.5], [0.52, 0.49], [0.5, 0.5]]).fails
+    assert verdicts.evaluation_not_split([1.0, 1.0, 1.0], [[1.0, 1.1], [0.9, 1.0], [1.0, 1.0]]).holds
+    assert verdicts.evaluation_not_split([1.0, 1.0, 1.0], [[0.5, 0.5], [0.52, 0.49], [0.5, 0.5]]).fails
 
 
 def _costs(dup, other):
@@ -46,20 +46,20 @@ def _costs(dup, other):
 
 
 def test_largest_cost():
-    assert claims.largest_cost(_costs(0.5, 0.1), "duplicated evaluation").holds
-    assert claims.largest_cost(_costs(0.1, 0.5), "duplicated evaluation").fails
+    assert verdicts.largest_cost(_costs(0.5, 0.1), "duplicated evaluation").holds
+    assert verdicts.largest_cost(_costs(0.1, 0.5), "duplicated evaluation").fails
 
 
 def test_gradients_allreduces_names_transport():
-    assert claims.same_gradients(3e-8, 0.1).holds and claims.same_gradients(1e-3, 0.1).fails
-    assert claims.fewer_allreduces(1, 4).holds and claims.fewer_allreduces(4, 4).fails
+    assert verdicts.same_gradients(3e-8, 0.1).holds and verdicts.same_gradients(1e-3, 0.1).fails
+    assert verdicts.fewer_allreduces(1, 4).holds and verdicts.fewer_allreduces(4, 4).fails
     names = ["aux_head.weight", "aux_head.bias"]
-    assert claims.names_parameters("did not receive grad: aux_head.bias, aux_head.weight", names).holds
-    assert claims.names_parameters("Parameter indices which did not receive grad: 62 63", names).fails
-    assert claims.names_parameters(None, names).fails
-    assert claims.no_peer_transport(["[0] NCCL INFO Channel 00/64 : 0"], 1).holds
-    assert claims.no_peer_transport(["[0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"], 2).fails
-    assert claims.mostly_idle(94.2).holds and claims.mostly_idle(10.0).fails
+    assert verdicts.names_parameters("did not receive grad: aux_head.bias, aux_head.weight", names).holds
+    assert verdicts.names_parameters("Parameter indices which did not receive grad: 62 63", names).fails
+    assert verdicts.names_parameters(None, names).fails
+    assert verdicts.no_peer_transport(["[0] NCCL INFO Channel 00/64 : 0"], 1).holds
+    assert verdicts.no_peer_transport(["[0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"], 2).fails
+    assert verdicts.mostly_idle(94.2).holds and verdicts.mostly_idle(10.0).fails
 
 
 @pytest.mark.parametrize("cores_, ranks, dev, workers, threads", [
@@ -71,8 +71,8 @@ def test_core_budget_fits_the_share(cores_, ranks, dev, workers, threads):
 
 
 def test_oversubscribed_and_bad_budget():
-    assert claims.oversubscribed(cores.load(2, 2, 4, 2)).holds
-    assert claims.oversubscribed(cores.load(16, 2, 3, 1)).fails
+    assert verdicts.oversubscribed(cores.load(2, 2, 4, 2)).holds
+    assert verdicts.oversubscribed(cores.load(16, 2, 3, 1)).fails
     with pytest.raises(ValueError, match="cores=0"):
         cores.budget(0, 2, "cpu")
     with pytest.raises(ValueError, match="device_type"):
@@ -81,12 +81,12 @@ def test_oversubscribed_and_bad_budget():
 
 def test_costs_rank_duplicated_evaluation_only_when_duplicated():
     rank = {"rank": 0, "world_size": 2, "eval_s": 1.0, "data_s": 0.2, "log_s": 0.0, "exposed_s": 0.1}
-    assert results.costs([rank], duplicated=True)[0]["duplicated evaluation"] == 0.5
-    assert results.costs([rank], duplicated=False)[0]["duplicated evaluation"] == 0.0
-    assert results.ranked(results.costs([rank], True))[0][0] == "duplicated evaluation"
+    assert readout.costs([rank], duplicated=True)[0]["duplicated evaluation"] == 0.5
+    assert readout.costs([rank], duplicated=False)[0]["duplicated evaluation"] == 0.0
+    assert readout.ranked(readout.costs([rank], True))[0][0] == "duplicated evaluation"
 
 
 def test_coverage_is_the_named_share_of_each_wall():
     def acc(steps, outside, wall):
         return {"steps": steps, "outside": {"eval": outside}, "wall": wall}
-    assert claims.coverage([acc(0.6, 0.38, 1.0), acc(1.0, 0.0, 2.0), acc(0, 0, 0)]) == [0.98, 0.5]
+    assert verdicts.coverage([acc(0.6, 0.38, 1.0), acc(1.0, 0.0, 2.0), acc(0, 0, 0)]) == [0.98, 0.5]

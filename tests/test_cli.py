@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from ddp_lessons import cli, records
+from ddp_lessons import cli
+from ddp_lessons.tool import records
 from ddp_lessons.cli import COMMANDS
 
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from ddp_lessons import runtime
-from ddp_lessons.case1 import Options
-from ddp_lessons.case1 import parts
+from ddp_lessons.tool import runtime
+from ddp_lessons.cases.case1 import Options
+from ddp_lessons.cases.case1 import plan
 
 
 @pytest.mark.parametrize("cores, ranks, device, num_workers, cap, expected", [
@@ -30,14 +30,14 @@ from ddp_lessons.case1 import parts
     (16, 1, "cpu", 0, None, (0, 16)),
 ])
 def test_core_budget(cores, ranks, device, num_workers, cap, expected):
-    assert parts.core_budget(cores, ranks, device, num_workers, cap) == expected
+    assert plan.core_budget(cores, ranks, device, num_workers, cap) == expected
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_cores_never_double_booked(device):
     for cores in range(1, 65):
         for ranks in range(1, 9):
-            workers, threads = parts.core_budget(cores, ranks, device)
+            workers, threads = plan.core_budget(cores, ranks, device)
             assert workers >= 0 and threads >= 1
             assert workers + threads <= max(1, cores // ranks), (cores, ranks, workers, threads)
 
@@ -46,11 +46,11 @@ def test_rank_budget_reads_the_launchers_environment(monkeypatch):
     monkeypatch.setattr(runtime, "cpu_count", lambda: 2)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert parts.rank_budget(Options.fixed(), "cpu") == (0, 1)
-    assert parts.rank_budget(Options.broken(), "cpu") == (4, 1)
+    assert plan.rank_budget(Options.fixed(), "cpu") == (0, 1)
+    assert plan.rank_budget(Options.broken(), "cpu") == (4, 1)
     monkeypatch.setattr(runtime, "cpu_count", lambda: 16)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "16")
-    assert parts.rank_budget(Options.fixed(), "cuda") == (15, 1)
+    assert plan.rank_budget(Options.fixed(), "cuda") == (15, 1)
     monkeypatch.delenv("OMP_NUM_THREADS")
-    assert parts.rank_budget(Options.fixed(), "cpu") == (4, 12)
+    assert plan.rank_budget(Options.fixed(), "cpu") == (4, 12)

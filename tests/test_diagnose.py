@@ -5,12 +5,13 @@ evaluation; runs compared with their spread."""
 import _diag_workers as dw
 import pytest
 
-from ddp_lessons.launcher.checks import default_start_method
+from ddp_lessons.tool.launcher.checks import default_start_method
 
-from ddp_lessons import compare, diagnose, launch, plots
-from ddp_lessons.diagnosis import CAUSES
-from ddp_lessons.diagnosis.causes import DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
-from ddp_lessons.timing.account import account
+from ddp_lessons import compare, diagnose, launch
+from ddp_lessons.tool import plots
+from ddp_lessons.tool.diagnosis import CAUSES
+from ddp_lessons.tool.diagnosis.causes import DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
+from ddp_lessons.tool.timing.account import account
 
 
 def fake(rank=0, world=2, n=20, forward=0.02, bwd=0.02, opt=0.005, data=0.0, wait=0.0, exposed=0.0,
@@ -100,7 +101,7 @@ def test_what_cannot_be_decided_is_said():
 
 def test_inputs_launch_results_dicts_holding_them_and_records():
     ranks = run(outside={"eval": 2.0})
-    assert diagnose([{"times": r, "loss": 0.1} for r in ranks]).causes[0] == OUTSIDE
+    assert diagnose([{"timer": r, "loss": 0.1} for r in ranks]).causes[0] == OUTSIDE
     assert diagnose([{"timer": r} for r in ranks]).causes[0] == OUTSIDE
     assert diagnose({"schema": "ddp-lessons/run", "results": ranks}).causes[0] == OUTSIDE
     with pytest.raises(ValueError, match="timer result") as info:
@@ -143,7 +144,7 @@ def test_compare_refuses_one_run_and_an_unknown_baseline_and_plots():
     with pytest.raises(ValueError, match="baseline"):
         compare({"a": _repeats(2, 0.02, 0.01), "b": _repeats(2, 0.02, 0.01)}, baseline="c")
     c = compare({"a": _repeats(2, 0.02, 0.01), "b": _repeats(2, 0.03, 0.01)})
-    assert "scaling" in str(c) and plots.compare(c).axes
+    assert "scaling" in str(c) and plots.comparison(c).axes
 
 
 # -- real runs -----------------------------------------------------------------
@@ -151,7 +152,7 @@ def test_compare_refuses_one_run_and_an_unknown_baseline_and_plots():
 @pytest.mark.slow
 def test_known_sleeps_are_accounted_for_on_two_ranks():
     for r in launch(dw.sleepy, world_size=2):
-        t, a = r["times"], r["times"]["account"]
+        t, a = r["timer"], r["timer"]["account"]
         assert a["wall"] == pytest.approx(r["wall"], rel=0.05)  # the worker's own clock, same window
         assert a["outside"]["eval"] == pytest.approx(0.4, rel=0.25)
         assert a["before_first_step"] >= 0.1

@@ -2,11 +2,11 @@
 
 import pytest
 
-from ddp_lessons import exercises
-from ddp_lessons.case1 import exercises as case1_exercises  # noqa: F401 - registers 01-03
-from ddp_lessons.case2 import exercises as case2_exercises  # noqa: F401 - registers 04-06
-from ddp_lessons.intro import exercises as intro_exercises  # noqa: F401 - registers 00
-from ddp_lessons.own import exercises as own_exercises  # noqa: F401 - registers 07
+from ddp_lessons.course import exercises
+from ddp_lessons.cases.case1 import exercises as case1_exercises  # noqa: F401 - registers 01-03
+from ddp_lessons.cases.case2 import exercises as case2_exercises  # noqa: F401 - registers 04-06
+from ddp_lessons.cases.intro import exercises as intro_exercises  # noqa: F401 - registers 00
+from ddp_lessons.cases.own import exercises as own_exercises  # noqa: F401 - registers 07
 
 
 def _verdict(capsys, name, answer):

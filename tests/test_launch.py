@@ -13,10 +13,10 @@ import pytest
 import torch
 
 import _launch_workers as w
-from ddp_lessons import (CudaForkError, LaunchConfigError, NotebookWorkerError,
-                         WorkerFailed, WorkerTimeout, launch, runtime)
-from ddp_lessons.intro import workers as toy
-from ddp_lessons.launcher import checks
+from ddp_lessons import CudaForkError, LaunchConfigError, NotebookWorkerError, WorkerFailed, WorkerTimeout, launch
+from ddp_lessons.tool import runtime
+from ddp_lessons.cases.intro import workers as toy
+from ddp_lessons.tool.launcher import checks
 
 
 def _is_worker(p):
@@ -182,7 +182,7 @@ def test_rendezvous_listens_on_loopback_only():
 
 @pytest.mark.slow
 def test_two_launches_at_once_do_not_collide():
-    code = ("from ddp_lessons import launch; from ddp_lessons.intro import workers; "
+    code = ("from ddp_lessons import launch; from ddp_lessons.cases.intro import workers; "
             "print(launch(workers.hello, world_size=2)[0]['sum'])")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]

@@ -10,7 +10,7 @@ import pytest
 
 import _error_workers as ew
 from ddp_lessons import LaunchConfigError, WorkerFailed, launch
-from ddp_lessons.intro import workers
+from ddp_lessons.cases.intro import workers
 
 
 def test_keyword_arguments_reach_the_worker():
@@ -42,7 +42,7 @@ def test_script_without_main_guard_is_told_about_it(tmp_path):
     script = tmp_path / "no_guard.py"
     script.write_text(textwrap.dedent("""
         from ddp_lessons import launch
-        from ddp_lessons.intro import workers
+        from ddp_lessons.cases.intro import workers
         print(launch(workers.hello, world_size=2))
     """))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
@@ -64,7 +64,7 @@ def test_under_torchrun_launch_options_are_named_as_ignored():
             "os.environ.update(RANK='0', LOCAL_RANK='0', WORLD_SIZE='1', LOCAL_WORLD_SIZE='1',\n"
             "                  MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), TORCHELASTIC_RUN_ID='t')\n"
             "from ddp_lessons import run\n"
-            "from ddp_lessons.intro import workers\n"
+            "from ddp_lessons.cases.intro import workers\n"
             "print(run(workers.hello, world_size=2, timeout=5, threads=1)[0]['sum'])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -17,8 +17,8 @@ import psutil
 import pytest
 
 from ddp_lessons import WorkerTimeout, launch
-from ddp_lessons.intro import workers as toy
-from ddp_lessons.launcher import cleanup
+from ddp_lessons.cases.intro import workers as toy
+from ddp_lessons.tool.launcher import cleanup
 
 TESTS = os.path.dirname(__file__)
 
@@ -173,7 +173,7 @@ def test_an_interrupt_while_the_run_is_being_set_up_leaves_no_directory(tmp_path
     # The interrupt the test above sends can land before `launch` holds a run to close:
     # while the directory is made, or while the pipes and the fork server's settings are.
     import importlib
-    parent = importlib.import_module("ddp_lessons.launcher.parent")
+    parent = importlib.import_module("ddp_lessons.tool.launcher.parent")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     real_open = open
 

@@ -2,7 +2,7 @@
 worker checked NCCL on a GPU: data/runs/nccl-loopback-h200x1.json)."""
 
 from ddp_lessons import launch
-from ddp_lessons.intro.sockets import beyond_loopback, listening_sockets
+from ddp_lessons.cases.intro.sockets import beyond_loopback, listening_sockets
 
 
 def test_gloo_ranks_listen_on_loopback_only_and_nccl_is_told_to():

@@ -9,8 +9,9 @@ import typing
 
 import pytest
 
-from ddp_lessons import case1, case2, cli
-from ddp_lessons.options import ROLES, option
+from ddp_lessons.cases import case1, case2
+from ddp_lessons import cli
+from ddp_lessons.course.options import ROLES, option
 
 C1, C2 = case1.Options, case2.Options
 CLASSES = {"case1": C1, "case2": C2}

@@ -1,13 +1,13 @@
-"""Notebook 07's workload (ddp_lessons.own): options, data, model, the GPU record's reader."""
+"""Notebook 07's workload (ddp_lessons.cases.own): options, data, model, the GPU record's reader."""
 
 import pytest
 import torch
 
 from ddp_lessons import launch
-from ddp_lessons.own import accumulate, gpu, unused
-from ddp_lessons.own.data import SyntheticCIFAR
-from ddp_lessons.own.model import SmallResNet
-from ddp_lessons.own.options import Options
+from ddp_lessons.cases.own import accumulate, gpu, unused
+from ddp_lessons.cases.own.data import SyntheticCIFAR
+from ddp_lessons.cases.own.model import SmallResNet
+from ddp_lessons.cases.own.options import Options
 
 
 def test_options_refuse_nonsense_and_the_fix_is_four_switches():

@@ -6,7 +6,7 @@ from pathlib import Path
 import _benchmarks
 import pytest
 
-from ddp_lessons import records, spread
+from ddp_lessons.tool import records, spread
 
 
 @pytest.fixture(scope="module")

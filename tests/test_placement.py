@@ -3,10 +3,13 @@ and workers that refuse a device their process group does not use."""
 
 import pytest
 
-from ddp_lessons import LaunchConfigError, Placement, case2, launch, place, records, runtime
-from ddp_lessons.case2 import plain
-from ddp_lessons.intro import workers as toy
-from ddp_lessons.launcher import checks
+from ddp_lessons import LaunchConfigError, Placement, launch, place
+from ddp_lessons.cases import case2
+from ddp_lessons.course import replay
+from ddp_lessons.tool import records, runtime
+from ddp_lessons.cases.case2 import plain
+from ddp_lessons.cases.intro import workers as toy
+from ddp_lessons.tool.launcher import checks
 
 
 @pytest.fixture
@@ -92,7 +95,7 @@ def test_accelerator_that_contradicts_the_group_is_refused(backend, asked, where
         runtime.accelerator_for(backend, "cuda")
 
 
-@pytest.mark.parametrize("worker", [case2.fit_worker, plain.plain_fit])
+@pytest.mark.parametrize("worker", [case2.fit_worker, plain.fit])
 def test_case2_workers_refuse_a_device_their_group_does_not_use(monkeypatch, worker):
     # As inside a launched rank of a gloo group: asking for the GPU is an error, not a CPU run.
     monkeypatch.setattr(runtime.dist, "is_initialized", lambda: True)
@@ -110,10 +113,10 @@ def test_a_record_is_made_again_live_only_where_placed_on_nccl(tmp_path):
         calls.append((stored["config"], where.world_size))
         return records.make_record("case2", stored["config"], {"per_call": 2.0}, backend=where.backend)
 
-    cpu = records.stored_or_live("case2-somegpu-nvml", rerun, Placement(1, "gloo", "cpu", 1), runs_dir=tmp_path)
+    cpu = replay.stored_or_live("case2-somegpu-nvml", rerun, Placement(1, "gloo", "cpu", 1), runs_dir=tmp_path)
     assert (cpu["results"], calls, cpu.get("live")) == ({"per_call": 1.0}, [], None)
     assert records.describe_machine(cpu).endswith("recorded " + rec["created"][:10])
-    gpu = records.stored_or_live("case2-somegpu-nvml", rerun, Placement(1, "nccl", "cuda", 1), runs_dir=tmp_path)
+    gpu = replay.stored_or_live("case2-somegpu-nvml", rerun, Placement(1, "nccl", "cuda", 1), runs_dir=tmp_path)
     assert (gpu["results"], calls) == ({"per_call": 2.0}, [({"mode": "nvml"}, 1)])
     assert (gpu["live"], gpu["rerun_of"]) == (True, "case2-somegpu-nvml")
     assert records.describe_machine(gpu).endswith("measured live in this run")

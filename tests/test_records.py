@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ddp_lessons import records
-from ddp_lessons.records import RecordError
+from ddp_lessons.tool import records
+from ddp_lessons.tool.records import RecordError
 
 
 def _rec():

@@ -1,8 +1,8 @@
-"""ddp_lessons.spread: summaries of repeats, interleaving, and the verdict rule."""
+"""ddp_lessons.tool.spread: summaries of repeats, interleaving, and the verdict rule."""
 
 import pytest
 
-from ddp_lessons import spread
+from ddp_lessons.tool import spread
 
 
 def test_quartiles_interpolate_like_numpy():
@@ -65,7 +65,7 @@ def test_inside_spread():
 def test_compare_pairs_rounds_and_skips_failures():
     a = [0.20, 0.21, None, 0.20, 0.22, 0.20]
     b = [0.10, 0.11, 0.10, None, 0.10, 0.12]
-    c = spread.compare(a, b)
+    c = spread.compare_rounds(a, b)
     assert c["rounds"] == 4
     assert c["ratios"] == pytest.approx([0.5, 0.11 / 0.21, 0.10 / 0.22, 0.6])
     assert c["median_ratio"] == pytest.approx((0.5 + 0.11 / 0.21) / 2)
@@ -75,6 +75,6 @@ def test_compare_pairs_rounds_and_skips_failures():
 
 
 def test_compare_with_nothing_paired():
-    c = spread.compare([None, 0.1], [0.1, None])
+    c = spread.compare_rounds([None, 0.1], [0.1, None])
     assert c["rounds"] == 0 and c["median_ratio"] is None
     assert c["verdict"].startswith("not resolvable")

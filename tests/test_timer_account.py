@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from ddp_lessons import plots
-from ddp_lessons.timing import StepTimer
-from ddp_lessons.timing.account import account
+from ddp_lessons.tool import plots
+from ddp_lessons.tool.timing import StepTimer
+from ddp_lessons.tool.timing.account import account
 
 
 def _epochs(timer, epochs=2, steps=3, work=0.01, eval_s=0.05):

@@ -6,14 +6,15 @@ import _timing_workers as w
 import pytest
 import torch
 
-from ddp_lessons import hooks, launch
-from ddp_lessons.intro import workers as toy
-from ddp_lessons.intro.timer_agree import compare
-from ddp_lessons.intro.timer_check import summarize_run, validation_summary
-from ddp_lessons.timing import StepTimer, median_step
-from ddp_lessons.timing.clocks import EventRing
-from ddp_lessons.timing.comm import _comm_numbers
-from ddp_lessons.timing.light import FlightRecorderSource
+from ddp_lessons.tool import hooks
+from ddp_lessons import launch
+from ddp_lessons.cases.intro import workers as toy
+from ddp_lessons.course.timer_validation.agree import kernels_against_timer
+from ddp_lessons.course.timer_validation.check import summarize_run, validation_summary
+from ddp_lessons.tool.timing import StepTimer, median_step
+from ddp_lessons.tool.timing.clocks import EventRing
+from ddp_lessons.tool.timing.comm import _comm_numbers
+from ddp_lessons.tool.timing.light import FlightRecorderSource
 
 
 def _median(rank_times, key, skip=2):
@@ -304,10 +305,10 @@ def test_profiler_kernels_are_paired_with_the_timers_buckets_in_order():
     kernels.append(("void at::native::vectorized_elementwise_kernel", 0.0, 5.0))
     steps = [{"bucket_durations": [{"duration": 21e-6}, {"duration": 19e-6}], "allreduce_calls": 2},
              {"buckets": [{"start": 0.0, "end": 20e-6}, {"start": 1.0, "end": 1.0 + 30e-6}]}]
-    got = compare(kernels, steps, "flight_recorder")
+    got = kernels_against_timer(kernels, steps, "flight_recorder")
     assert got["nccl_allreduce_kernels"] == 4 and got["timer_buckets"] == 4
     assert got["bucket_ratio_median"] == pytest.approx(1.0, abs=0.06)
     assert got["bucket_within_10pct"] == 0.75  # 1.05, 0.95, 1.0 and 1.5
     assert got["step_ratio_median"] == pytest.approx((1.0 + 1.25) / 2)
-    none = compare(kernels[-1:], steps, "flight_recorder")
+    none = kernels_against_timer(kernels[-1:], steps, "flight_recorder")
     assert none["nccl_allreduce_kernels"] == 0 and "no NCCL" in none["note"]

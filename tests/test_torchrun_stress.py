@@ -5,7 +5,7 @@ without an active exception` (SIGABRT) in about one run in three on 2 CPU
 cores: DDP's constructor imported torch.distributed.nn.functional, whose
 `group=group.WORLD` default arguments then held the default process group, so
 destroy_process_group could not free it and a gloo thread still finishing
-gather_object's work met the interpreter's exit (see ddp_lessons.runtime).
+gather_object's work met the interpreter's exit (see ddp_lessons.tool.runtime).
 How often the race is lost depends on the machine's load (under heavy load
 the old code passed 20 runs in a row once), so the first test checks the
 cause itself, deterministically: after destroy_process_group nothing holds
@@ -45,7 +45,7 @@ with socket.socket() as s:
 os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1",
                   LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
 import ddp_lessons
-from ddp_lessons import runtime
+from ddp_lessons.tool import runtime
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -117,8 +117,8 @@ def _run_once(torchrun: str, i: int) -> dict:
 @pytest.mark.slow
 @pytest.mark.timeout(RUNS * RUN_TIMEOUT_S + 120)
 def test_notebook01_torchrun_command_exits_cleanly_every_time():
-    from ddp_lessons.case1 import tiny_dataset
-    from ddp_lessons.common import DATA_DIR
+    from ddp_lessons.cases.case1 import tiny_dataset
+    from ddp_lessons.tool.paths import DATA_DIR
     assert DATA_DIR.parent == ROOT, f"testing the ddp_lessons in {DATA_DIR.parent}, not this checkout"
     tiny_dataset()  # made once, before the runs (data/vqa_tiny)
     torchrun = _torchrun()

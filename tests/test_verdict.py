@@ -1,4 +1,4 @@
-"""ddp_lessons.verdict: each way of deciding comes out every way it can."""
+"""ddp_lessons.tool.verdict: each way of deciding comes out every way it can."""
 
 import re
 from configparser import ConfigParser
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ddp_lessons import verdict as V
+from ddp_lessons.tool import verdict as V
 
 
 def test_interval_three_outcomes_each_side():

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ddp_lessons import whatif
-from ddp_lessons.predict import LINKS, Link, from_fit, replay_step, table_text, whatif_table
+from ddp_lessons.tool.predict import LINKS, Link, from_fit, replay_step, table_text, whatif_table
 
 # 1 GB/s bus bandwidth, no latency, 2 ranks: a bucket of B bytes takes B / 1e9 s (2(n-1)/n = 1)
 LINK = Link("test", 1e9, 0.0, "hand-made")

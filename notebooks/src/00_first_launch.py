@@ -23,11 +23,13 @@
 
 # %%
 import torch
-from ddp_lessons import launch, place, allreduce, plots, records
-from ddp_lessons.intro import claims, workers
-from ddp_lessons.intro.replay import rerun
-from ddp_lessons.intro.exercises import check
-from ddp_lessons.timing import median_step
+from ddp_lessons import launch, place
+from ddp_lessons.tool import allreduce, plots, records
+from ddp_lessons.tool.timing import median_step, timed_steps
+from ddp_lessons.course import replay
+from ddp_lessons.cases.intro import verdicts, workers
+from ddp_lessons.cases.intro.exercises import check
+from ddp_lessons.cases.intro.replay import rerun
 
 # %% [markdown]
 # ## What this machine has
@@ -146,14 +148,14 @@ except Exception as e:
 # (tests/test_launch.py checks each case, and interrupting the kernel too).
 #
 # ## What an all-reduce costs here
-# `allreduce.allreduce_sweep` times all-reduces of float32 tensors from 4 KiB to 16 MiB on every rank (to
+# `allreduce.sweep` times all-reduces of float32 tensors from 4 KiB to 16 MiB on every rank (to
 # 256 MiB on GPUs, whose links need larger messages before the bytes, not the latency, decide).
 # As in nccl-tests: **algbw** = bytes / time, and **busbw** = algbw · 2(n−1)/n, the rate each link
 # must sustain in a ring all-reduce (comparable with a link's bandwidth whatever the number of ranks n).
 
 # %%
 sizes = allreduce.default_sizes(4 * 1024, (16 if where.device == "cpu" else 256) * 2**20)
-sweep = launch(allreduce.allreduce_sweep, (sizes, 30, 3), world_size=where.world_size)
+sweep = launch(allreduce.sweep, (sizes, 30, 3), world_size=where.world_size)
 rows = allreduce.summarize(sweep)
 fit = allreduce.fit_latency_bandwidth(rows)
 print(len(rows), "message sizes on", sweep[0]["world_size"], "ranks,", sweep[0]["backend"])
@@ -178,8 +180,8 @@ plots.bandwidth([(f"live: {where.describe()}", rows, fit)])
 
 # %%
 best = {r["bytes"]: r["best"] for r in rows}
-small_claim = claims.latency_bound(best).show()
-large_claim = claims.bandwidth_bound(best).show()
+small_claim = verdicts.latency_bound(best).show()
+large_claim = verdicts.bandwidth_bound(best).show()
 
 # %% [markdown]
 # Move the slider to see what the fitted model predicts for a message size (it uses the numbers
@@ -221,10 +223,10 @@ print(len(gpu_sweeps) > 0 or "no multi-GPU all-reduce recording yet")
 
 # %%
 steps = launch(workers.train_mlp, (20, 512, 4, 64, 1.0), world_size=where.world_size)
-s = steps[0]["steps"][5]
+s = timed_steps(steps[0])[5]
 print("gradient bytes per rank:", steps[0]["grad_bytes"])
 print("all-reduce calls per step (step 0, then after DDP rebuilt its buckets):",
-      steps[0]["steps"][0]["allreduce_calls"], "then", s["allreduce_calls"])
+      timed_steps(steps[0])[0]["allreduce_calls"], "then", s["allreduce_calls"])
 print("bytes all-reduced per step:", s["allreduce_bytes"])
 
 # %%
@@ -262,7 +264,7 @@ mlp = dict(steps=12, width=256, depth=2, batch=16, bucket_cap_mb=25.0)
 slow = launch(workers.train_mlp, kwargs=dict(mlp, comm_delay_s=0.05, ddp_logging=True), world_size=where.world_size)
 base = launch(workers.train_mlp, kwargs=dict(mlp, ddp_logging=where.backend == "nccl"), world_size=where.world_size)
 calls = round(median_step(slow[0])["allreduce_calls"])
-claims.delay_seen(base[0]["steps"][2:], slow[0]["steps"][2:], 0.05, calls).show();
+verdicts.delay_seen(timed_steps(base[0], skip=2), timed_steps(slow[0], skip=2), 0.05, calls).show();
 
 # %% [markdown]
 # On gloo the hook's callback runs on gloo's own thread, beside the backward pass: DDP's logging books the
@@ -272,24 +274,24 @@ claims.delay_seen(base[0]["steps"][2:], slow[0]["steps"][2:], 0.05, calls).show(
 
 # %%
 checked = slow if where.backend == "gloo" else base
-ours = [s["exposed"] for s in checked[0]["steps"][2:]]
+ours = [s["exposed"] for s in timed_steps(checked[0], skip=2)]
 theirs = [d["exposed"] for d in checked[0]["ddp_logging"][2:]]
-claims.agrees_with_ddp(ours, theirs).show();
+verdicts.agrees_with_ddp(ours, theirs).show();
 
 # %% [markdown]
 # What the timer costs: `benchmarks/timing_overhead.py` runs the same DDP loop uninstrumented (`off`), with
 # the phase marks only (`phases`), with DDP's stock Python all-reduce hook and no timing (`py_hook`: what any
 # Python communication hook costs) and fully timed (`full`). Recorded on one H200, a step of 25 ms and one of
 # 2.6 ms (where the GPU waits for the host and a fixed host cost per step shows in full); on a machine with
-# a GPU, `records.stored_or_live` makes the same two runs again, live, on one GPU (`solo`):
+# a GPU, `replay.stored_or_live` makes the same two runs again, live, on one GPU (`solo`):
 
 # %%
 over = {}
 for name in ("overhead-h200x1-large", "overhead-h200x1-small"):
-    over[name] = rec = records.stored_or_live(name, rerun, solo)
+    over[name] = rec = replay.stored_or_live(name, rerun, solo)
     med = rec["results"]["median"]
     print(f"{name}: " + ", ".join(f"{m} {med[m] / med['off'] - 1:+.1%}" for m in ("phases", "py_hook", "full"))
-          + f" (off: {med['off'] * 1e3:.1f} ms/step; medians of {len(rec['results']['times']['off'])} rounds)")
+          + f" (off: {med['off'] * 1e3:.1f} ms/step; medians of {len(rec['results']['per_round']['off'])} rounds)")
 print("recorded on:", records.describe_machine(rec))
 
 # %% [markdown]
@@ -298,7 +300,7 @@ print("recorded on:", records.describe_machine(rec))
 
 # %%
 for rec in over.values():
-    claims.overhead_paired(rec["results"]["times"], "full", budget=0.02).show()
+    verdicts.overhead_paired(rec["results"]["per_round"], "full", budget=0.02).show()
 
 # %% [markdown]
 # The verdicts above say, for a long step and for a short one (2.6 ms, the size of case 2's step), whether
@@ -314,14 +316,14 @@ for rec in over.values():
 # compares the flight recorder's durations with the kernel times `torch.profiler` records:
 
 # %%
-from ddp_lessons.intro.timer_check import TIMER_MODES, validation_summary
+from ddp_lessons.course.timer_validation.check import TIMER_MODES, validation_summary
 
 val = records.load("timer-validation-h200x1")
 print("recorded on:", records.describe_machine(val))
 rows = validation_summary(val)
 for row in rows:
     if row["check"] == "overhead" and row["mode"] in TIMER_MODES:
-        claims.timer_budget(row).show()
+        verdicts.timer_budget(row).show()
 
 # %%
 for row in rows:

@@ -27,13 +27,15 @@
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
 from IPython.display import display
-from ddp_lessons import diagnose, launch, place, plots, records
-from ddp_lessons import case1
-from ddp_lessons.case1 import per_rank, claims
-from ddp_lessons.diagnosis import claims as diagnosis_claims
-from ddp_lessons.case1.exercises import check
-from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS, count_parameters
-from ddp_lessons.common import gradient_bytes
+from ddp_lessons import diagnose, launch, place
+from ddp_lessons.tool import plots, records
+from ddp_lessons.tool.ddp import gradient_bytes
+from ddp_lessons.tool.timing import timer_result
+from ddp_lessons.course import diagnosis_verdicts, replay
+from ddp_lessons.cases import case1
+from ddp_lessons.cases.case1 import per_rank, verdicts
+from ddp_lessons.cases.case1.exercises import check
+from ddp_lessons.cases.case1.model import M3AEConfig, M3AETransformerSS, count_parameters
 import torch
 
 # %% [markdown]
@@ -107,7 +109,7 @@ for label, res in (("1 worker ", one), ("2 workers", two)):
     for row in per_rank(res):
         print(f"{label} rank {row['rank']}: {row['samples'] // len(res[0]['epochs'])} samples "
               f"and {row['steps_per_epoch']} steps per epoch, batch {row['batch_size']}")
-claims.split_disjoint([r["epochs"][0]["qids"] for r in two], data["n_train"]).show();
+verdicts.split_disjoint([r["epochs"][0]["qids"] for r in two], data["n_train"]).show();
 
 # %% [markdown]
 # The same code under `torchrun`, the launcher the post's `torch.distributed.launch` became: the worker is
@@ -137,7 +139,7 @@ for line in out.splitlines():
 
 # %%
 scaling_rounds = case1.scaling.rounds(posted, where.backend)
-claims.two_workers_not_twice_as_fast(scaling_rounds).show();
+verdicts.two_workers_not_twice_as_fast(scaling_rounds).show();
 
 # %% [markdown]
 # The epoch times as the post's clock takes them, one run each (they vary from run to run; the verdict
@@ -170,9 +172,9 @@ plots.step_breakdown([r["timer"] for r in two], title="posted setup, 2 workers (
 for row in per_rank(two):
     print(f"rank {row['rank']}: all-reduce calls per step {row['allreduce_calls']}, "
           f"bytes per step {row['allreduce_bytes']}, gradient bytes of the model {row['grad_bytes']}")
-claims.same_counts("every step all-reduces the whole gradient, unused heads included",
-                   [[r["grad_bytes"]] for r in per_rank(two)], [r["allreduce_bytes"] for r in per_rank(two)],
-                   what="bytes per step, per rank").show();
+verdicts.same_counts("every step all-reduces the whole gradient, unused heads included",
+                     [[r["grad_bytes"]] for r in per_rank(two)], [r["allreduce_bytes"] for r in per_rank(two)],
+                     what="bytes per step, per rank").show();
 
 # %% [markdown]
 # ## What rank 1 does while rank 0 evaluates
@@ -186,7 +188,7 @@ claims.same_counts("every step all-reduces the whole gradient, unused heads incl
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-edge = claims.epoch_boundary(two)
+edge = verdicts.epoch_boundary(two)
 for r, res in zip(edge, two, strict=True):
     print(f"rank {r['rank']}: evaluation {[round(e['eval_time'], 2) for e in res['epochs']]} s per epoch; "
           f"first all-reduce of epoch 1 {r['first_allreduce']:.3f} s (usual median "
@@ -195,7 +197,7 @@ for r, res in zip(edge, two, strict=True):
 
 # %%
 print("who evaluated:", [r["rank"] for r in two if r["epochs"][0]["eval"] is not None])
-claims.eval_wait(edge).show();
+verdicts.eval_wait(edge).show();
 
 # %% [markdown]
 # `ddp_lessons.diagnose` reads the same per-rank results (each rank's `timer`) and lists what cost the run
@@ -210,9 +212,9 @@ found = diagnose(two)
 found
 
 # %%
-claims.diagnosis_sees_evaluation(found.ranks).show()
-diagnosis_claims.names(found.causes, ["exposed_allreduce", "outside_steps"],
-                       "the exposed all-reduce and the work outside the steps").show();
+verdicts.diagnosis_sees_evaluation(found.ranks).show()
+diagnosis_verdicts.names(found.causes, ["exposed_allreduce", "outside_steps"],
+                         "the exposed all-reduce and the work outside the steps").show();
 
 # %% [markdown]
 # Where the table lists "work outside the steps: evaluation" uneven across ranks, it is this: one rank's
@@ -247,7 +249,7 @@ widgets.interact(show, run=list(runs), rank=widgets.IntSlider(0, 0, 1));
 # ## The same script on a GPU (recorded, or live on this machine's GPU)
 # The GPU figures below are a recorded run of the same code (`python -m ddp_lessons case1 --nproc 1
 # --model m3ae --batch-size 32 --steps-limit 30 ...`, the record's config): the M3AE-size model at 224 px, batch 32, one GPU (world size 1, NCCL), 30 steps. Where this machine has a
-# GPU, `records.stored_or_live` makes the same run again on it (`solo`). The line above each names
+# GPU, `replay.stored_or_live` makes the same run again on it (`solo`). The line above each names
 # the hardware it ran on, and whether it was recorded or measured live. At world size 1 the bytes
 # are what DDP hands to the collective each step; with one rank the collective moves nothing between
 # GPUs: they say what two GPUs would have to exchange, not what was sent. These are single runs:
@@ -258,7 +260,7 @@ widgets.interact(show, run=list(runs), rank=widgets.IntSlider(0, 0, 1));
 gpu = {}
 for name in ("case1-h200-broken", "case1-h200-broken-bf16"):
     try:
-        rec = records.stored_or_live(name, case1.rerun, solo)
+        rec = replay.stored_or_live(name, case1.rerun, solo)
     except records.RecordError as exc:
         print(f"{name}: not recorded yet ({exc})")
         continue
@@ -272,7 +274,7 @@ for name in ("case1-h200-broken", "case1-h200-broken-bf16"):
 # %%
 # NBVAL_IGNORE_OUTPUT
 if gpu:
-    display(plots.step_breakdown([rec["results"]["ranks"][0]["timer"] for rec in gpu.values()], skip=2,
+    display(plots.step_breakdown([timer_result(rec["results"]["ranks"][0]) for rec in gpu.values()], skip=2,
                                  title=" | ".join(gpu) + (" (live)" if solo.backend == "nccl" else " (recorded)")))
 
 # %% [markdown]

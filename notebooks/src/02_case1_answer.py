@@ -17,10 +17,11 @@
 # %%
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
-from ddp_lessons import launch, place, records, spread, runtime, WorkerFailed
-from ddp_lessons import case1
-from ddp_lessons.case1 import per_rank, by_run, claims, claims_gpu
-from ddp_lessons.case1.exercises import check
+from ddp_lessons import launch, place, WorkerFailed
+from ddp_lessons.tool import records, runtime, spread
+from ddp_lessons.cases import case1
+from ddp_lessons.cases.case1 import by_run, per_rank, verdicts
+from ddp_lessons.cases.case1.exercises import check
 
 data = case1.tiny_dataset()
 
@@ -64,9 +65,9 @@ rounds = {name: runs.pop(name) for name in order}
 # %%
 for name in ("posted", "answer, same batch"):
     print(f"{name:20s} samples per rank: {[row['samples'] for row in per_rank(runs[name])]}")
-claims.same_counts("the answer's order (init, then sampler) gives each rank the same samples as posted",
-                   [row["samples"] for row in per_rank(runs["posted"])],
-                   [row["samples"] for row in per_rank(runs["answer, same batch"])], what="samples per rank").show();
+verdicts.same_counts("the answer's order (init, then sampler) gives each rank the same samples as posted",
+                     [row["samples"] for row in per_rank(runs["posted"])],
+                     [row["samples"] for row in per_rank(runs["answer, same batch"])], what="samples per rank").show();
 
 # %% [markdown]
 # ## Claim 2: halve the batch, or keep it and scale the LR
@@ -95,7 +96,7 @@ epoch = {n: [full[n] * max(r["step_time"] for r in per_rank(rounds[name])) for n
 print({n: [round(t, 2) for t in v] for n, v in epoch.items()}, "s of steps per epoch, by round")
 
 # %%
-claims.epoch_longer_halved(epoch["kept"], epoch["halved"]).show();
+verdicts.epoch_longer_halved(epoch["kept"], epoch["halved"]).show();
 
 
 # %% [markdown]
@@ -129,8 +130,8 @@ print("last LR / peak LR per run:", {n: round(r[0]["lrs"][-1] / r[0]["lr_peak"],
 # %%
 for name in ("posted", "answer, same batch"):
     print(f"{name:20s} log lines per rank: {[len(r['log']) for r in runs[name]]}")
-claims.same_counts("with the answer only rank 0 logs", [0] * (where.world_size - 1),
-                   [len(r["log"]) for r in runs["answer, same batch"][1:]], what="log lines on the other ranks").show();
+verdicts.same_counts("with the answer only rank 0 logs", [0] * (where.world_size - 1),
+                     [len(r["log"]) for r in runs["answer, same batch"][1:]], what="log lines on the other ranks").show();
 
 # %% [markdown]
 # ## Claim 4a: `find_unused_parameters=False`
@@ -145,8 +146,8 @@ try:
 except WorkerFailed as err:
     error = err.summary.split(" raised ", 1)[1].split(". ")[0]
     print(error)
-claims.raises("find_unused_parameters=False with the heads kept fails", error,
-              "Expected to have finished reduction").show();
+verdicts.raises("find_unused_parameters=False with the heads kept fails", error,
+                "Expected to have finished reduction").show();
 
 # %% [markdown]
 # Two fixes: drop the heads before wrapping (`drop_heads=True`, used above), or tell DDP the graph is
@@ -158,9 +159,9 @@ for name, res in (("posted (find_unused=True)", runs["posted"]), ("static_graph=
                   ("heads dropped", runs["answer, same batch"])):
     row = per_rank(res)[0]
     print(f"{name:30s} steps {row['steps']:2d}, bytes all-reduced per step {row['allreduce_bytes']}")
-claims.same_counts("static_graph runs and all-reduces the same bytes as the posted setup",
-                   per_rank(runs["posted"])[0]["allreduce_bytes"], per_rank(static)[0]["allreduce_bytes"],
-                   what="bytes per step").show();
+verdicts.same_counts("static_graph runs and all-reduces the same bytes as the posted setup",
+                     per_rank(runs["posted"])[0]["allreduce_bytes"], per_rank(static)[0]["allreduce_bytes"],
+                     what="bytes per step").show();
 
 # %% [markdown]
 # ## Claim 4b: `num_workers=8`, `loss.item()`, timing on rank 0
@@ -169,8 +170,8 @@ claims.same_counts("static_graph runs and all-reduces the same bytes as the post
 
 # %%
 cores = runtime.cpu_count()
-claims.core_overbooked(8, runs["answer, same batch"][0]["threads"], cores, where.world_size,
-                       f"num_workers=8 double-books this machine's cores ({where.world_size} ranks)").show();
+verdicts.core_overbooked(8, runs["answer, same batch"][0]["threads"], cores, where.world_size,
+                         f"num_workers=8 double-books this machine's cores ({where.world_size} ranks)").show();
 
 # %% [markdown]
 # Where that verdict holds, the 8 loader processes take turns on cores the training needs; whether that
@@ -191,9 +192,9 @@ for name in ("posted", "answer, same batch"):
 
 # %%
 pairs = records.load("case1-h200-pairs")
-print(claims_gpu.machine_line(pairs))
-claims_gpu.pair(pairs, "fixed-bf16", "fixed-bf16-item", "loss.item() every step makes the bf16 step slower",
-                faster="a").show();
+print(verdicts.machine_line(pairs))
+verdicts.pair(pairs, "fixed-bf16", "fixed-bf16-item", "loss.item() every step makes the bf16 step slower",
+              faster="a").show();
 
 # %% [markdown]
 # The record's rounds and their ratios are in the deciding numbers (the verdict rule needs at least 3
@@ -202,7 +203,7 @@ claims_gpu.pair(pairs, "fixed-bf16", "fixed-bf16-item", "loss.item() every step 
 # of the median, listed below), so a per-step sync would have to cost more than that spread to show:
 
 # %%
-for name, rnd, rel in claims_gpu.unsteady(pairs, ("fixed-bf16", "fixed-bf16-item")):
+for name, rnd, rel in verdicts.unsteady(pairs, ("fixed-bf16", "fixed-bf16-item")):
     print(f"not steady: {name:18s} round {rnd}: IQR {rel:.1%} of the median step")
 
 # %% [markdown]
@@ -228,8 +229,8 @@ padded = launch(case1.evaluate_worker, (o, None, True), dict(fx, sampler="padded
 print("single:", single["counts"], "| shards:", shards[0]["counts"], "| padded:", padded[0]["counts"])
 
 # %%
-claims.distributed_count_equal(single["counts"], shards[0]["counts"], "sharded evaluation counts what one process counts").show()
-claims.distributed_count_equal(single["counts"], padded[0]["counts"], "evaluation with DistributedSampler counts what one process counts").show();
+verdicts.distributed_count_equal(single["counts"], shards[0]["counts"], "sharded evaluation counts what one process counts").show()
+verdicts.distributed_count_equal(single["counts"], padded[0]["counts"], "evaluation with DistributedSampler counts what one process counts").show();
 
 # %% [markdown]
 # ## All of the answer: each fix alone, then one after the other
@@ -237,7 +238,7 @@ claims.distributed_count_equal(single["counts"], padded[0]["counts"], "evaluatio
 # launch. The exact columns first: what each fix changed in the work itself.
 
 # %%
-from ddp_lessons.case1 import ablation
+from ddp_lessons.cases.case1 import ablation
 abl = ablation.variants(steps_limit=6)
 abl_runs = dict(zip(abl, by_run(launch(case1.train_many, (list(abl.values()), None, 1),
                                         world_size=where.world_size, threads=1)), strict=True))
@@ -247,7 +248,7 @@ for r in abl_rows:
           f"all-reduced {r['allreduce_bytes']:>9,d} B/step, peak LR {r['peak_lr']:.0e}")
 
 # %%
-claims.bytes_change_only_with(abl_rows, "4a").show();
+verdicts.bytes_change_only_with(abl_rows, "4a").show();
 
 # %% [markdown]
 # And the median step time, measured here (2 workers as placed above; the dashed line is the posted setup):
@@ -267,13 +268,13 @@ ablation.plot(abl_rows)
 # all-reduce are counted at world size 1, where the collective moves nothing between GPUs:
 
 # %%
-print(claims_gpu.machine_line(pairs))
+print(verdicts.machine_line(pairs))
 gb = {r["name"]: r["allreduce_bytes"] / 1e9 for r in pairs["results"]["runs"]}
 print(f"bytes handed to the all-reduce per step (world size 1: nothing crosses between GPUs): "
       f"broken {gb['broken']:.2f} GB, fixed {gb['fixed']:.2f} GB")
-for name, rnd, rel in claims_gpu.unsteady(pairs, ("broken", "fixed")):
+for name, rnd, rel in verdicts.unsteady(pairs, ("broken", "fixed")):
     print(f"not steady: {name:18s} round {rnd}: IQR {rel:.1%} of the median step")
-claims_gpu.pair(pairs, "broken", "fixed", "every fix together makes the fp32 step faster on the recorded GPU").show();
+verdicts.pair(pairs, "broken", "fixed", "every fix together makes the fp32 step faster on the recorded GPU").show();
 
 # %% [markdown]
 # ## Summary

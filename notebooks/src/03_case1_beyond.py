@@ -19,16 +19,17 @@ import glob
 import tempfile
 import ipywidgets as widgets
 import torch
-from ddp_lessons import diagnose, launch, place, allreduce, plots, records, runtime
-from ddp_lessons import case1
-from ddp_lessons.case1 import per_rank, by_run, buckets, claims, claims_gpu, gap
-from ddp_lessons.diagnosis import claims as diagnosis_claims
-from ddp_lessons.case1.data import VQAFeatureDataset
-from ddp_lessons.case1.model import drop_unused_heads
-from ddp_lessons.case1.parts import core_budget, to_device
-from ddp_lessons.case1.exercises import check
-from ddp_lessons.case1.model import M3AEConfig, M3AETransformerSS
-from ddp_lessons.common import gradient_bytes
+from ddp_lessons import diagnose, launch, place
+from ddp_lessons.tool import allreduce, plots, records, runtime
+from ddp_lessons.tool.ddp import gradient_bytes
+from ddp_lessons.course import diagnosis_verdicts, replay
+from ddp_lessons.cases import case1
+from ddp_lessons.cases.case1 import buckets, by_run, gap, per_rank, verdicts
+from ddp_lessons.cases.case1.data import VQAFeatureDataset
+from ddp_lessons.cases.case1.exercises import check
+from ddp_lessons.cases.case1.loop import to_device
+from ddp_lessons.cases.case1.model import M3AEConfig, M3AETransformerSS, drop_unused_heads
+from ddp_lessons.cases.case1.plan import core_budget
 
 data = case1.tiny_dataset()
 
@@ -65,10 +66,10 @@ for name, res in runs.items():
 
 # %%
 bytes_of = {n: per_rank(runs[n])[0]["allreduce_bytes"] for n in runs}
-claims.same_counts("bf16 autocast leaves the bytes all-reduced as in fp32", bytes_of["bucket 25 MB"],
-                   bytes_of["bf16 autocast"], what="bytes per step").show()
-claims.same_counts("a bf16 all-reduce halves them", [b // 2 for b in bytes_of["bucket 25 MB"]],
-                   bytes_of["bf16 autocast + bf16 all-reduce"], what="bytes per step").show();
+verdicts.same_counts("bf16 autocast leaves the bytes all-reduced as in fp32", bytes_of["bucket 25 MB"],
+                     bytes_of["bf16 autocast"], what="bytes per step").show()
+verdicts.same_counts("a bf16 all-reduce halves them", [b // 2 for b in bytes_of["bucket 25 MB"]],
+                     bytes_of["bf16 autocast + bf16 all-reduce"], what="bytes per step").show();
 
 # %% [markdown]
 # On the recorded GPU (the M3AE-size stand-in, every fix, one GPU: world size 1, so the bf16 all-reduce's
@@ -76,10 +77,10 @@ claims.same_counts("a bf16 all-reduce halves them", [b // 2 for b in bytes_of["b
 
 # %%
 pairs = records.load("case1-h200-pairs")
-print(claims_gpu.machine_line(pairs))
-claims_gpu.pair(pairs, "fixed", "fixed-bf16", "bf16 autocast makes the step faster than fp32").show()
-claims_gpu.pair(pairs, "fixed-bf16", "fixed-bf16-comm16", "a bf16 all-reduce makes the bf16 step faster").show()
-for name, rnd, rel in claims_gpu.unsteady(pairs, ("fixed", "fixed-bf16", "fixed-bf16-comm16")):
+print(verdicts.machine_line(pairs))
+verdicts.pair(pairs, "fixed", "fixed-bf16", "bf16 autocast makes the step faster than fp32").show()
+verdicts.pair(pairs, "fixed-bf16", "fixed-bf16-comm16", "a bf16 all-reduce makes the bf16 step faster").show()
+for name, rnd, rel in verdicts.unsteady(pairs, ("fixed", "fixed-bf16", "fixed-bf16-comm16")):
     print(f"not steady: {name:18s} round {rnd}: IQR {rel:.1%} of the median step")
 
 # %% [markdown]
@@ -94,16 +95,16 @@ for name, rnd, rel in claims_gpu.unsteady(pairs, ("fixed", "fixed-bf16", "fixed-
 
 # %%
 jit = records.load("case1-h200-bf16-jitter")
-print(claims_gpu.machine_line(jit))
+print(verdicts.machine_line(jit))
 fewer = ["fixed-bf16-nw8", "fixed-bf16-nw4", "fixed-bf16-nw2"]
 for name in ["fixed", "fixed-bf16"] + fewer:
-    rels, waits = claims_gpu.iqr_rels(jit, name), claims_gpu.data_wait_share(jit, name)
+    rels, waits = verdicts.iqr_rels(jit, name), verdicts.data_wait_share(jit, name)
     print(f"{name:15s} IQR / median per round " + " ".join(f"{x:5.1%}" for x in rels)
           + ";  data wait / step " + " ".join(f"{x:.2%}" for x in waits))
 
 # %%
-claims_gpu.stays_unsteady(jit, fewer, "with 8, 4 or 2 loader workers the bf16 steps are still unsteady in every run").show()
-claims_gpu.loader_keeps_up(jit, "fixed-bf16-nw2", limit=0.01).show()
+verdicts.stays_unsteady(jit, fewer, "with 8, 4 or 2 loader workers the bf16 steps are still unsteady in every run").show()
+verdicts.loader_keeps_up(jit, "fixed-bf16-nw2", limit=0.01).show()
 
 # %% [markdown]
 # Where both verdicts hold, fewer workers leave the bf16 steps as unsteady as before while the data keeps
@@ -125,10 +126,10 @@ to_device(batch, torch.device("cpu"))
 order = buckets.ready_order(probe, batch)
 print("last three gradients to become ready:", [(n, f"{b:,} B") for n, b in order[-3:]])
 measured = {mb: per_rank(runs[f"bucket {mb} MB"])[0]["allreduce_calls"][0] for mb in (1, 4, 25)}
-buckets.calls_match(order, measured).show();
+verdicts.calls_match(order, measured).show();
 
 # %%
-buckets.late_tensor_exposed(order).show();
+verdicts.late_tensor_exposed(order).show();
 
 
 # %% [markdown]
@@ -160,8 +161,8 @@ plots.timeline([r["timer"] for r in runs["bucket 1 MB"]], step=-1, title="bucket
 
 # %%
 ev = [r["epochs"][0]["eval"] for r in runs["fixed, full epoch"]]
-claims.same_counts("every rank evaluated and counted the whole test set (its shard, summed)",
-                   [data["n_test"]] * len(ev), [e["n"] if e else None for e in ev], what="questions counted per rank").show();
+verdicts.same_counts("every rank evaluated and counted the whole test set (its shard, summed)",
+                     [data["n_test"]] * len(ev), [e["n"] if e else None for e in ev], what="questions counted per rank").show();
 
 
 # %% [markdown]
@@ -176,7 +177,7 @@ def orders(flag):
     return [e["qids"] for e in res[0]["epochs"]]
 
 with_set, without = orders(True), orders(False)
-claims.order_repeats(without, with_set).show();
+verdicts.order_repeats(without, with_set).show();
 
 # %% [markdown]
 # ## Scaling efficiency (measured)
@@ -190,7 +191,7 @@ fixed_rounds = case1.scaling.rounds(case1.Options.fixed(), where.backend)
 # %%
 # NBVAL_IGNORE_OUTPUT
 print("scaling efficiency per round:", ", ".join(f"{e:.0%}" for e in case1.scaling.efficiency(fixed_rounds)))
-claims.scaling_below(fixed_rounds, limit=1.0).show();
+verdicts.scaling_below(fixed_rounds, limit=1.0).show();
 
 # %% [markdown]
 # A reading, not a compared verdict: in the training steps alone (no evaluation, no loader workers) the
@@ -217,8 +218,8 @@ remains = diagnose(runs["fixed, full epoch"])
 remains
 
 # %%
-claims.diagnosis_shares_evaluation(remains.ranks).show()
-diagnosis_claims.omits(remains.causes, "outside_steps", "work outside the steps on the fixed run").show();
+verdicts.diagnosis_shares_evaluation(remains.ranks).show()
+diagnosis_verdicts.omits(remains.causes, "outside_steps", "work outside the steps on the fixed run").show();
 
 # %% [markdown]
 # ## The post's gap: 105 s on one RTX 3090, 133 s on two (modelled)
@@ -242,7 +243,7 @@ print(f"with heads {with_heads / 1e9:.3f} GB, without {no_heads / 1e9:.3f} GB pe
 
 # %%
 sizes = allreduce.default_sizes(256 * 1024, 32 * 2**20)
-rows = allreduce.summarize(launch(allreduce.allreduce_sweep, (sizes, 6), world_size=where.world_size, threads=1))
+rows = allreduce.summarize(launch(allreduce.sweep, (sizes, 6), world_size=where.world_size, threads=1))
 fit = allreduce.fit_latency_bandwidth(rows)
 
 # %%
@@ -270,8 +271,8 @@ for r in model_rows:
           f"2-GPU epoch {r['epoch2_best']:4.0f} .. {r['epoch2_none']:4.0f} s -> {gap.explains(r)}")
 
 # %%
-gap.comm_can_explain(model_rows).show()
-gap.comm_explains_everywhere(model_rows).show();
+verdicts.comm_can_explain(model_rows).show()
+verdicts.comm_explains_everywhere(model_rows).show();
 
 # %% [markdown]
 # Read the table, not one row: the all-reduce alone reaches 133 s only in the rows the first verdict names
@@ -282,7 +283,7 @@ gap.comm_explains_everywhere(model_rows).show();
 # **Is the loader the suspect?** On the recorded GPU, with 4 loader workers and the stand-in's JPEGs:
 
 # %%
-claims_gpu.loader_keeps_up(pairs, "broken").show();
+verdicts.loader_keeps_up(pairs, "broken").show();
 
 # %% [markdown]
 # That is for the stand-in's images, whose decode cost need not be VQA-RAD's. Measured here, the
@@ -312,7 +313,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # NBVAL_IGNORE_OUTPUT
 if where.backend == "nccl":
     for name in ("case1-h200-broken", "case1-h200-fixed"):
-        rec = records.stored_or_live(name, case1.rerun, where)
+        rec = replay.stored_or_live(name, case1.rerun, where)
         print(f"{name} on {where.describe()}, live: {[round(r['step_time'] * 1e3) for r in rec['results']['per_rank']]} "
               f"ms per step, data wait {[round(r['data'] * 1e3) for r in rec['results']['per_rank']]} ms")
 found = sorted(glob.glob(str(records.RUNS_DIR / "case1-h200x2-*.json")))
@@ -336,8 +337,8 @@ for label, cores, ranks, dev in ((f"this machine ({runtime.cpu_count()} cores)",
                                  (f"recorded GPU machine ({m['cpu_count']} cores), 2 ranks", m["cpu_count"], 2, "cuda")):
     w, t = core_budget(cores, ranks, dev)
     print(f"{label}: {w} loader workers + {t} intra-op threads per rank")
-claims.core_overbooked(16, 16, m["cpu_count"], 1, "16 loader workers beside 16 intra-op threads double-book the recorded GPU machine").show()
-claims.core_overbooked(4, 1, runtime.cpu_count(), where.world_size, f"the posted num_workers=4 double-books this machine ({where.world_size} ranks)").show();
+verdicts.core_overbooked(16, 16, m["cpu_count"], 1, "16 loader workers beside 16 intra-op threads double-book the recorded GPU machine").show()
+verdicts.core_overbooked(4, 1, runtime.cpu_count(), where.world_size, f"the posted num_workers=4 double-books this machine ({where.world_size} ranks)").show();
 
 # %% [markdown]
 # torchrun sets `OMP_NUM_THREADS=1` only when it starts more than one process per node and leaves each

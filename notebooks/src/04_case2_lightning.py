@@ -10,7 +10,7 @@
 # Previous: `03_case1_beyond.ipynb`. Next: `05_case2_where_time_goes.ipynb`.
 #
 # The post: a deliberately small Lightning model (10→256→256→256→1), a dataset that draws `torch.randn` in `__getitem__`, batch 256, `strategy='ddp', devices=3, accumulate_grad_batches=3`, `self.log` and an NVML query in every step. "Is my model too simple?"
-# `ddp_lessons.case2` rebuilds it with a named option for every later fix. The post's `WandbLogger` is replaced by an offline logger that keeps metrics in memory (`case2.memory_logger()`); nothing is sent anywhere.
+# `ddp_lessons.cases.case2` rebuilds it with a named option for every later fix. The post's `WandbLogger` is replaced by an offline logger that keeps metrics in memory (`case2.memory_logger()`); nothing is sent anywhere.
 
 # %%
 import os
@@ -18,9 +18,12 @@ import time
 
 import torch
 
-from ddp_lessons import case2, launch, place, records, runtime
-from ddp_lessons.case2 import claims, rounds
-from ddp_lessons.case2.exercises import check
+from ddp_lessons import launch, place
+from ddp_lessons.tool import records, runtime
+from ddp_lessons.course import replay
+from ddp_lessons.cases import case2
+from ddp_lessons.cases.case2 import rounds, verdicts
+from ddp_lessons.cases.case2.exercises import check
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
 opts = case2.Options(epochs=3)
@@ -40,13 +43,13 @@ print(where.describe())
 # The post's `training_step` calls `pynvml.nvmlInit()` on every step. Without an NVIDIA driver that call raises; here is what it gives on this machine (None: NVML works):
 
 # %%
-print(case2.nvml_error())
+print(case2.nvml.error())
 
 # %% [markdown]
 # Where NVML raises, the live runs switch the NVML block off by its option (`nvml="off"`); its cost on a GPU comes from a recorded run (notebook 05). Everything else is as posted.
 
 # %%
-if case2.nvml_error() is not None:
+if case2.nvml.error() is not None:
     opts = opts.replace(nvml="off")
 print(opts.nvml, opts.batch_size, opts.size, opts.accumulate, case2.param_count())
 
@@ -80,7 +83,7 @@ for r in ranks:
 
 # %%
 print(len({r["pid"] for r in ranks}), "distinct worker PIDs")
-claims.reused_processes(ranks, os.getpid()).show()
+verdicts.reused_processes(ranks, os.getpid()).show()
 print("samples per rank (DistributedSampler pads 5,000 to a multiple of 3):", -(-opts.size // 3))
 
 # %% [markdown]
@@ -109,7 +112,7 @@ print(f"launcher, in all: {helper_total:.2f} s; trainer.fit per rank: "
       + ", ".join(f"{w:.2f}" for w in fits) + f" s; start-up and exit: {startup:.2f} s")
 
 # %%
-started = claims.startup_vs_fit(startup, fits).show()
+started = verdicts.startup_vs_fit(startup, fits).show()
 
 # %% [markdown]
 # The verdict above says whether starting spawned workers costs more than their whole fit here. Where it holds, comparing this launched run's total with a one-device fit in this kernel (which started nothing) would mostly compare start-ups, and the asker's one-GPU script paid a start-up of its own too: that comparison is not made here.
@@ -125,7 +128,7 @@ for name in ("one", "forked"):
     print(f"{name:7s}", " ".join(f"{x:5.2f}" for x in pair[name]), "s per round")
 
 # %%
-won = claims.one_device_vs_forked(pair["one"], pair["forked"]).show()
+won = verdicts.one_device_vs_forked(pair["one"], pair["forked"]).show()
 
 # %% [markdown]
 # The verdict above decides whether the asker's effect reproduces in a fair pair on this machine, from the two sides' rounds: where it holds, the slower half of the one-device rounds still beat the faster half of the forked ones (their quartiles do not overlap), so one busy moment of the machine cannot decide it. What the two sides do differently: three forked workers split the epoch's work (every sample drawn with `torch.randn`, all 5,000 validated) three ways, but share the cores printed above (and on a GPU machine with fewer GPUs than workers, as placed above, they run on the CPU), and each run forks and joins a process group once. Which of those costs weighs how much, and how fixed costs compare with what grows with the epochs, is notebook 05's question. `ddp_notebook` works only in a kernel that never initialised CUDA (on a GPU machine, Lightning in this kernel would, even for a CPU fit: hence `fit_one`), and its workers' results stay in the workers.
@@ -135,9 +138,9 @@ won = claims.one_device_vs_forked(pair["one"], pair["forked"]).show()
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from ddp_lessons.timing import median_step
+from ddp_lessons.tool.timing import median_step
 try:
-    rec = records.stored_or_live("case2-h200-posted", case2.rerun, solo)
+    rec = replay.stored_or_live("case2-h200-posted", case2.rerun, solo)
     label = records.describe_machine(rec) + ("" if rec["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)")
     r = rec["results"]["lightning"][0]
     print(label)
@@ -148,7 +151,7 @@ except records.RecordError as exc:
 
 # %% [markdown]
 # ## Summary
-# - The posted test, rebuilt in `ddp_lessons.case2`, runs on one device and on three DDP workers. A timed interval is a comparison only once it says what it includes: the launched run's total holds three process starts and imports (the verdict above compares them with the fit); the fair pair (one device against forked `ddp_notebook` workers, interleaved rounds) is decided by its own verdict above.
+# - The posted test, rebuilt in `ddp_lessons.cases.case2`, runs on one device and on three DDP workers. A timed interval is a comparison only once it says what it includes: the launched run's total holds three process starts and imports (the verdict above compares them with the fit); the fair pair (one device against forked `ddp_notebook` workers, interleaved rounds) is decided by its own verdict above.
 # - Under the launcher, Lightning reuses its processes and process group (verdict above): `creates_processes_externally` is true, no extra process appears.
 # - `ddp_notebook` starts workers by fork from the kernel; the launcher spawns them, which costs imports but works after CUDA is touched.
 #

@@ -14,21 +14,13 @@ from dataclasses import replace
 import ipywidgets as widgets
 import torch
 
-from ddp_lessons import allreduce, case2, launch, place, records, runtime, spread
-from ddp_lessons.case2 import claims_breakeven as claims
-from ddp_lessons.case2 import plain
-from ddp_lessons.case2.breakeven import (
-    Costs,
-    StepModel,
-    core_share,
-    fit_compute,
-    k_from_sweep,
-    predict,
-    recorded_medians,
-    sensitivity,
-    speedup,
-)
-from ddp_lessons.case2.exercises import check
+from ddp_lessons import launch, place
+from ddp_lessons.tool import allreduce, records, runtime, spread
+from ddp_lessons.tool.timing import timed_steps
+from ddp_lessons.cases import case2
+from ddp_lessons.cases.case2 import plain, verdicts
+from ddp_lessons.cases.case2.breakeven import Costs, StepModel, core_share, fit_compute, k_from_sweep, predict, recorded_medians, sensitivity, speedup
+from ddp_lessons.cases.case2.exercises import check
 
 cores = runtime.cpu_count()
 threads = runtime.threads_per_rank(cores, 2)  # what the launcher gives each of 2 workers: the baseline gets the same
@@ -62,7 +54,7 @@ print(f"{cores} cores, {threads} thread(s) per worker and for the baseline: comp
 # NBVAL_IGNORE_OUTPUT
 sweep = plain.compute_sweep(fixed, [64, 256, 1024], where.accelerator, steps=15)
 c0, k = fit_compute([(r["batch"], r["params"], r["compute"]) for r in sweep])
-ar = allreduce.summarize(launch(allreduce.allreduce_sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=where.world_size))
+ar = allreduce.summarize(launch(allreduce.sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=where.world_size))
 fit = allreduce.fit_latency_bandwidth(ar)
 print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.2f} ps x batch x params; all-reduce {fit['latency'] * 1e3:.2f} ms + bytes / {fit['bandwidth'] / 1e9:.2f} GB/s")
 
@@ -80,9 +72,9 @@ big = fixed.replace(width=1024)
 steps = {"1": [], "2": []}  # per round: best step (s); on 2 workers the slower rank's
 for order in spread.interleave(["1", "2"], 4):
     for n in order:
-        runs = [plain.plain_fit(big, where.accelerator)] if n == "1" else \
-            launch(plain.plain_fit, (big, where.accelerator), world_size=2, timeout=120)
-        steps[n].append(max(min(s["step_time"] for s in r["times"]["steps"][3:]) for r in runs))
+        runs = [plain.fit(big, where.accelerator)] if n == "1" else \
+            launch(plain.fit, (big, where.accelerator), world_size=2, timeout=120)
+        steps[n].append(max(min(s["step_time"] for s in timed_steps(r, skip=3)) for r in runs))
 per256 = {"1": steps["1"], "2": [s / 2 for s in steps["2"]]}
 for a, b in zip(per256["1"], per256["2"], strict=True):
     print(f"per 256 samples: 1 worker {a * 1e3:.1f} ms, 2 workers {b * 1e3:.1f} ms: speedup {a / b:.2f}")
@@ -110,7 +102,7 @@ print(f"predicted speedup of 2 workers at width 1024: own cores {pred_own:.2f}, 
 
 # %%
 got = [a / b for a, b in zip(per256["1"], per256["2"], strict=True)]
-ceiling = claims.below_ceiling(got, pred_own, 2, "the fixed test's samples at width 1024 (plain PyTorch)").show()
+ceiling = verdicts.below_ceiling(got, pred_own, 2, "the fixed test's samples at width 1024 (plain PyTorch)").show()
 
 # %% [markdown]
 # Whether 2 workers beat 1 at this width is a different question. The rounds above answer it for this run
@@ -162,11 +154,11 @@ on = f"case 2's MLP, {records.describe_machine(lev).split(';')[0] if lev else 'n
 fx = recorded_medians(lev["results"], "fixed") if lev else []
 def med(name):
     return recorded_medians(lev["results"], name) if lev else []
-claims.faster_step("posted", med("posted"), "fixed", fx, on).show()
-claims.faster_step("fixed", fx, "fused-Adam", med("fused"), on).show()
-claims.faster_step("fixed", fx, "torch.compile(reduce-overhead)", med("compiled"), on).show()
-claims.faster_step("fixed", fx, "CUDA-graphed", med("graphed"), on).show()
-claims.faster_step("DDP (world size 1)", med("ddp"), "fixed", fx, on).show();
+verdicts.faster_step("posted", med("posted"), "fixed", fx, on).show()
+verdicts.faster_step("fixed", fx, "fused-Adam", med("fused"), on).show()
+verdicts.faster_step("fixed", fx, "torch.compile(reduce-overhead)", med("compiled"), on).show()
+verdicts.faster_step("fixed", fx, "CUDA-graphed", med("graphed"), on).show()
+verdicts.faster_step("DDP (world size 1)", med("ddp"), "fixed", fx, on).show();
 
 # %% [markdown]
 # Read each line by its verdict: where one holds, that lever made the step faster on that GPU in every round;
@@ -189,7 +181,7 @@ print(records.describe_machine(pairs))
 lt, pl = recorded_medians(pairs["results"], "fixed"), recorded_medians(pairs["results"], "fixed-plain")
 diffs = [(a - b) * 1e3 for a, b in zip(lt, pl, strict=True) if a is not None and b is not None]
 print(f"per round, Lightning minus plain: {min(diffs):.2f} .. {max(diffs):.2f} ms (median {spread.summary(diffs)['median']:.2f} ms) over {len(diffs)} rounds")
-claims.faster_step("Lightning", lt, "plain-PyTorch", pl, "fixed test, one H200, recorded").show();
+verdicts.faster_step("Lightning", lt, "plain-PyTorch", pl, "fixed test, one H200, recorded").show();
 
 # %% [markdown]
 # Where the verdict holds, Lightning's own work costs the printed range per step on that GPU. It is paid on
@@ -220,7 +212,7 @@ for r in sweep_rec["results"]["rows"]:
     print(f"  sweep width {r['width']:5d}: eager forward + backward + Adam {r['compute'] * 1e3:.2f} ms")
 print(f"  k = {k_gpu * 1e15:.0f} fs per sample x parameter (widest step)")
 mlp_rec = records.load("train-mlp-h200x1")
-st = mlp_rec["results"][0]["steps"][2:]
+st = timed_steps(mlp_rec["results"][0], skip=2)
 print(f"DDP world size 1, width 4096 depth 4 (train-mlp-h200x1): step {spread.summary([s['step_time'] for s in st])['median'] * 1e3:.2f} ms, "
       f"exposed all-reduce {spread.summary([s['exposed'] for s in st])['median'] * 1e3:.3f} ms (one rank: no bytes leave the GPU)")
 for name in ("posted", "fixed", "fixed-plain"):
@@ -253,8 +245,8 @@ g0, gk = fit_compute([(r["batch"], r["params"], r["compute"]) for r in sweep_rec
 old = Costs(c0=g0, k=gk, latency=30e-6, bandwidth=100e9)
 links = {"latencies": [10e-6, 30e-6, 100e-6], "busbws": [300e9, 100e9, 25e9]}
 table = sensitivity(gpu, 3, widths, **links)
-claims.gpus_win([speedup(old, world_size=3, epochs=200)], 3, 256, "the eager step on both sides").show()
-claims.gpus_win([r["speedup@256"] for r in table], 3, 256, "recorded steps, against the fastest one-GPU step").show();
+verdicts.gpus_win([speedup(old, world_size=3, epochs=200)], 3, 256, "the eager step on both sides").show()
+verdicts.gpus_win([r["speedup@256"] for r in table], 3, 256, "recorded steps, against the fastest one-GPU step").show();
 
 # %% [markdown]
 # The sensitivity table: break-even width of 3 GPUs for all-reduce latency × bus bandwidth (300 GB/s: an
@@ -272,7 +264,7 @@ for r, q in zip(table, lean, strict=True):
           f"{r['breakeven']!s:>8s}          ({q['breakeven']})")
 
 # %%
-claims.gpus_win([q["speedup@256"] for q in lean], 3, 256, "N GPUs' step as fast as the fastest one-GPU step").show();
+verdicts.gpus_win([q["speedup@256"] for q in lean], 3, 256, "N GPUs' step as fast as the fastest one-GPU step").show();
 
 # %% [markdown]
 # Where the first two verdicts differ, the step each side runs decides the answer at the post's width; where the

@@ -19,12 +19,14 @@
 import os
 import tempfile
 
-from ddp_lessons import compare, diagnose, launch, place, records
-from ddp_lessons.own import accumulate, claims, cores, gpu, results, trace, train, unused
-from ddp_lessons.diagnosis import claims as diagnosis_claims
-from ddp_lessons.own.exercises import check
-from ddp_lessons.own.model import SmallResNet, parameter_count
-from ddp_lessons.own.options import Options
+from ddp_lessons import compare, diagnose, launch, place
+from ddp_lessons.tool import records
+from ddp_lessons.tool.timing import account
+from ddp_lessons.course import diagnosis_verdicts
+from ddp_lessons.cases.own import accumulate, cores, gpu, readout, trace, train, unused, verdicts
+from ddp_lessons.cases.own.exercises import check
+from ddp_lessons.cases.own.model import SmallResNet, parameter_count
+from ddp_lessons.cases.own.options import Options
 
 size = dict(width=16, train_size=256, test_size=1024, epochs=2)
 broken, fixed = Options.broken(**size), Options.fixed(**size)
@@ -51,8 +53,8 @@ print(where.describe())
 # NBVAL_IGNORE_OUTPUT
 setups = {"broken x1": (broken, 1), "broken x2": (broken, 2), "fixed x1": (fixed, 1), "fixed x2": (fixed, 2)}
 raw = launch(train.rounds, args=(setups, 3), world_size=2, threads=1, backend=where.backend, timeout=300)
-runs = results.setups(raw)
-times = {name: results.times(rounds) for name, rounds in runs.items()}
+runs = readout.setups(raw)
+times = {name: readout.times(rounds) for name, rounds in runs.items()}
 for name, rounds in runs.items():
     r = rounds[0][0]
     print(f"{name:10s} run time per round {', '.join(f'{t:.2f}' for t in times[name])} s; "
@@ -63,24 +65,24 @@ for name, rounds in runs.items():
 # Without `set_epoch`, `DistributedSampler` shuffles with the same seed every epoch:
 
 # %%
-claims.same_order_each_epoch(raw[0]["runs"]["broken x1"][0]["order"]).show()
-claims.same_order_each_epoch(raw[0]["runs"]["fixed x1"][0]["order"]).show();
+verdicts.same_order_each_epoch(raw[0]["runs"]["broken x1"][0]["order"]).show()
+verdicts.same_order_each_epoch(raw[0]["runs"]["fixed x1"][0]["order"]).show();
 
 # %% [markdown]
 # Every rank evaluates the whole test set, and it is a large part of each rank's time:
 
 # %%
 b2 = runs["broken x2"]
-claims.every_rank_evaluates_everything([r["eval_samples"] for r in b2[0]], broken.test_size).show()
-claims.evaluation_share_large([r["eval_share"] for ranks in b2 for r in ranks]).show()
-claims.evaluation_not_split([rs[0]["eval_s"] for rs in runs["broken x1"]], [[r["eval_s"] for r in rs] for rs in b2]).show();
+verdicts.every_rank_evaluates_everything([r["eval_samples"] for r in b2[0]], broken.test_size).show()
+verdicts.evaluation_share_large([r["eval_share"] for ranks in b2 for r in ranks]).show()
+verdicts.evaluation_not_split([rs[0]["eval_s"] for rs in runs["broken x1"]], [[r["eval_s"] for r in rs] for rs in b2]).show();
 
 # %% [markdown]
 # The verdicts above say whether each rank re-does the whole evaluation on 2 ranks instead of half of it.
 # So the second rank only shares the training, and the speed-up is capped:
 
 # %%
-claims.speedup_below(times["broken x1"], times["broken x2"], 1.5).show();
+verdicts.speedup_below(times["broken x1"], times["broken x2"], 1.5).show();
 
 # %% [markdown]
 # ## Where the time goes, ranked by cost
@@ -90,12 +92,12 @@ claims.speedup_below(times["broken x1"], times["broken x2"], 1.5).show();
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-costs = [results.costs(ranks, duplicated=True) for ranks in b2]
-for cause, lo, hi in results.ranked(costs[0]):
+costs = [readout.costs(ranks, duplicated=True) for ranks in b2]
+for cause, lo, hi in readout.ranked(costs[0]):
     print(f"{cause:24s} {lo * 1e3:8.1f} .. {hi * 1e3:8.1f} ms per run (min .. max over ranks, round 1)")
 
 # %%
-claims.largest_cost(costs, "duplicated evaluation").show();
+verdicts.largest_cost(costs, "duplicated evaluation").show();
 
 # %% [markdown]
 # `ddp_lessons.diagnose` reads the same run (every rank's `StepTimer` result, the evaluation timed with
@@ -109,7 +111,7 @@ claims.largest_cost(costs, "duplicated evaluation").show();
 # %%
 # NBVAL_IGNORE_OUTPUT
 for name in setups:
-    print(f"{name:10s}", " ".join(f"{r['timer']['account']['startup']:.3f}" for r in raw[0]["runs"][name]), "s per round")
+    print(f"{name:10s}", " ".join(f"{account(r)['startup']:.3f}" for r in raw[0]["runs"][name]), "s per round")
 
 # %% [markdown]
 # The run read here is round 1's, after every setup has run once in this process:
@@ -120,7 +122,7 @@ found = diagnose([rank["runs"]["broken x2"][1] for rank in raw])
 found
 
 # %%
-diagnosis_claims.ranks_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show();
+diagnosis_verdicts.ranks_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show();
 
 # %% [markdown]
 # How much of each rank's time the timer's account explains (steps and named work outside them, every
@@ -130,8 +132,8 @@ diagnosis_claims.ranks_first(found.causes, "outside_steps", "work outside the st
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-covered = claims.coverage([rank["runs"][name][i]["timer"]["account"] for name in setups
-                           for rank in raw for i in range(len(rank["runs"][name]))])
+covered = verdicts.coverage([account(rank["runs"][name][i]) for name in setups
+                             for rank in raw for i in range(len(rank["runs"][name]))])
 print(f"steps + outside work = {min(covered):.1%} .. {max(covered):.1%} of each rank's wall time ({len(covered)} rank-runs)")
 
 # %% [markdown]
@@ -148,7 +150,7 @@ per_run = {name: [[rank["runs"][name][i] for rank in raw if len(rank["runs"][nam
 compare(per_run, baseline="broken x1")
 
 # %%
-claims.fix_is_faster(times["broken x2"], times["fixed x2"], 2).show();
+verdicts.fix_is_faster(times["broken x2"], times["fixed x2"], 2).show();
 
 # %% [markdown]
 # That verdict compares the fixed and broken setups on 2 ranks from their rounds' quartiles; the per-round times are printed
@@ -184,15 +186,15 @@ print(records.describe_machine(rec) if rec else "not recorded yet: run benchmark
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-gpu_times = {k: results.times(v) for k, v in results.setups(rec["results"]["rounds"]).items()} if rec else {}
+gpu_times = {k: readout.times(v) for k, v in readout.setups(rec["results"]["rounds"]).items()} if rec else {}
 print({k: [f"{t:.3f} s" for t in v] for k, v in gpu_times.items()})
 
 # %%
 if rec:
-    gpu_runs = results.setups(rec["results"]["rounds"])
-    gpu_steps = {k: results.median_steps(v, rec["results"]["rounds"]["runs"][k]) for k, v in gpu_runs.items()}
-    claims.fix_is_faster(gpu_times["broken"], gpu_times["fixed"], 1).show()
-    claims.step_is_shorter(gpu_steps["broken"], gpu_steps["fixed"], "one GPU").show();
+    gpu_runs = readout.setups(rec["results"]["rounds"])
+    gpu_steps = {k: readout.median_steps(v, rec["results"]["rounds"]["runs"][k]) for k, v in gpu_runs.items()}
+    verdicts.fix_is_faster(gpu_times["broken"], gpu_times["fixed"], 1).show()
+    verdicts.step_is_shorter(gpu_steps["broken"], gpu_steps["fixed"], "one GPU").show();
 
 # %% [markdown]
 # The two verdicts above say whether the fixes shorten the whole run and whether they shorten the step on one
@@ -217,7 +219,7 @@ print("" if hta else "needs the record and `pip install holistictraceanalysis`")
 
 # %%
 if hta and not isinstance(hta["temporal"], str):
-    claims.mostly_idle(hta["temporal"][0]["idle_time_pctg"]).show();
+    verdicts.mostly_idle(hta["temporal"][0]["idle_time_pctg"]).show();
 
 # %% [markdown]
 # The verdict above says whether the GPU sat idle for most of the 3 traced steps. HTA's idle breakdown
@@ -241,7 +243,7 @@ for kind, group in gpu.sort_nccl(lines).items():
 
 # %%
 if rec:
-    claims.no_peer_transport(lines, rec["config"]["world_size"]).show();
+    verdicts.no_peer_transport(lines, rec["config"]["world_size"]).show();
 
 # %% [markdown]
 # At world size 1 the communicator has one rank, so no channel connects two GPUs: the question "P2P or
@@ -266,8 +268,8 @@ names = unused.unused_names(SmallResNet(width=8, with_unused_branch=True))
 print(errors["DETAIL"])
 
 # %%
-claims.names_parameters(errors["DETAIL"], names).show()
-claims.names_parameters(errors["OFF"], names).show();
+verdicts.names_parameters(errors["DETAIL"], names).show()
+verdicts.names_parameters(errors["OFF"], names).show();
 
 # %% [markdown]
 # ## Core budgeting
@@ -284,7 +286,7 @@ for cores_, ranks, dev in [(2, 1, "cpu"), (2, 2, "cpu"), (16, 1, "cuda"), (64, 4
 # A common copied setting, `num_workers=4` beside 2 threads on each of 2 ranks of a 2-core machine:
 
 # %%
-claims.oversubscribed(cores.load(cores=2, ranks=2, workers=4, threads=2)).show();
+verdicts.oversubscribed(cores.load(cores=2, ranks=2, workers=4, threads=2)).show();
 
 # %% [markdown]
 # ## Gradient accumulation with `no_sync`
@@ -298,8 +300,8 @@ plain = launch(accumulate.accumulate, kwargs={"use_no_sync": False}, world_size=
 print(f"{acc['samples']} samples per step; all-reduces: {acc['allreduce_calls']} with no_sync, {plain['allreduce_calls']} without")
 
 # %%
-claims.same_gradients(acc["max_abs_diff"], acc["max_abs_grad"]).show()
-claims.fewer_allreduces(acc["allreduce_calls"], plain["allreduce_calls"]).show();
+verdicts.same_gradients(acc["max_abs_diff"], acc["max_abs_grad"]).show()
+verdicts.fewer_allreduces(acc["allreduce_calls"], plain["allreduce_calls"]).show();
 
 # %% [markdown]
 # ## Summary

@@ -19,15 +19,15 @@ import sys
 # runner. Imported by name so that only the chosen command's module loads
 # (Lightning is slow to import); the modules named import `cmdline`, never this one.
 COMMANDS = {
-    "info": "ddp_lessons.intro.cli:info_command",
-    "hello": "ddp_lessons.intro.cli:hello_command",
-    "allreduce": "ddp_lessons.intro.cli:allreduce_command",
-    "train-mlp": "ddp_lessons.intro.cli:train_mlp_command",
-    "error-demos": "ddp_lessons.intro.cli:error_demos_command",
-    "case1": "ddp_lessons.case1.cli:cli_command",
-    "make-vqa-data": "ddp_lessons.case1.synthetic:cli_command",
-    "case2": "ddp_lessons.case2.cli:cli_command",
-    "whatif": "ddp_lessons.predict.cli:whatif_command",
+    "info": "ddp_lessons.cases.intro.cli:info_command",
+    "hello": "ddp_lessons.cases.intro.cli:hello_command",
+    "allreduce": "ddp_lessons.cases.intro.cli:allreduce_command",
+    "train-mlp": "ddp_lessons.cases.intro.cli:train_mlp_command",
+    "error-demos": "ddp_lessons.cases.intro.cli:error_demos_command",
+    "case1": "ddp_lessons.cases.case1.cli:cli_command",
+    "make-vqa-data": "ddp_lessons.cases.case1.synthetic:cli_command",
+    "case2": "ddp_lessons.cases.case2.cli:cli_command",
+    "whatif": "ddp_lessons.tool.predict.cli:whatif_command",
 }
 
 
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser, runners = build_parser(chosen)
     args = parser.parse_args(argv)
-    from . import cmdline
-    cmdline.check_record(parser, args)
+    from .tool import commands
+    commands.check_record(parser, args)
     runners[args.command](args)
     return 0

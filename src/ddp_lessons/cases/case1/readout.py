@@ -1,0 +1,47 @@
+"""Reading case 1's results: per-rank rows, epoch spans, throughput,
+and the all-reduce cost model (from `allreduce`). Plain functions of what `case1.train`
+returns. Defined in notebook 01_case1_broken.
+"""
+
+from __future__ import annotations
+
+from ...tool.allreduce import allreduce_time  # noqa: F401 - the notebooks read the model from here
+from ...tool.timing import median_step
+
+
+def by_run(results: list[list[dict]]) -> list[list[dict]]:
+    """Turn launch(train_many, ...)'s per-rank lists into per-run lists of ranks."""
+    return [list(ranks) for ranks in zip(*results, strict=True)]
+
+
+def per_rank(results: list[dict], skip: int = 2) -> list[dict]:
+    """One row per rank: samples, steps, all-reduce calls and bytes per step,
+    median step time and its parts (s), epoch times (s). For tables and checks."""
+    rows = []
+    for r in results:
+        steps = r["timer"]["steps"]
+        m = median_step(r["timer"], skip=skip) if steps else {}
+        later = steps[skip:] or steps
+        rows.append({"rank": r["rank"], "samples": sum(e["samples"] for e in r["epochs"]),
+                     "steps": sum(e["steps"] for e in r["epochs"]),
+                     "steps_per_epoch": r["steps_per_epoch"], "batch_size": r["batch_size"],
+                     "allreduce_calls": sorted({s["allreduce_calls"] for s in later}),
+                     "allreduce_bytes": sorted({s["allreduce_bytes"] for s in later}),
+                     "grad_bytes": r["grad_bytes"], **{k: m.get(k, 0.0) for k in
+                     ("step_time", "data", "forward", "backward", "optimizer", "allreduce", "exposed")},
+                     "epoch_posted": [e["time_posted"] for e in r["epochs"]],
+                     "epoch_synced": [e["time_synced"] for e in r["epochs"]]})
+    return rows
+
+
+def epoch_span(results: list[dict]) -> list[float]:
+    """Per epoch: from the first rank's start to the last rank's end (one host's clock)."""
+    n = len(results[0]["epochs"])
+    return [max(r["epochs"][e]["t_end"] for r in results) - min(r["epochs"][e]["t_start"] for r in results)
+            for e in range(n)]
+
+
+def throughput(results: list[dict], skip: int = 2) -> float:
+    """Samples per second of the whole job in steady state: the sum over ranks of
+    per-rank batch / median step time (leaves out warm-up steps)."""
+    return sum(r["batch_size"] / median_step(r["timer"], skip=skip)["step_time"] for r in results)

@@ -1,0 +1,40 @@
+"""Exercise checks of notebooks 04 to 06 (case 2); the answers are computed here."""
+
+from __future__ import annotations
+
+import math
+
+from ...course.exercises import check, compare_number, exercise  # noqa: F401 - check: the notebooks'
+from .breakeven import Costs, speedup
+from .model import grad_bytes
+
+
+@exercise("04.1")
+def _processes_lightning_started(answer):
+    # Under the launcher LOCAL_RANK is set: LightningEnvironment starts nothing.
+    if answer == 0:
+        return "right", ""
+    return "wrong", "count again: the three workers came from the launcher (compare the PIDs and parent PIDs)"
+
+
+@exercise("04.2")
+def _samples_per_rank(answer):
+    return compare_number(answer, math.ceil(5000 / 3), rel_right=0.0, rel_close=0.01, what="samples per rank")
+
+
+@exercise("05.1")
+def _allreduces_per_epoch(answer):
+    steps = math.ceil(math.ceil(5000 / 3) / 256)      # micro-steps per rank and epoch
+    return compare_number(answer, math.ceil(steps / 3), rel_right=0.0, rel_close=0.34,
+                          what="all-reduces per epoch")
+
+
+@exercise("05.2")
+def _gradient_megabytes(answer):
+    return compare_number(answer, grad_bytes() / 1e6, what="gradient megabytes (1 MB = 10^6 B)")
+
+
+@exercise("06.1")
+def _speedup_by_hand(answer):
+    c = Costs(c0=2e-3, k=0.0, latency=1e-3, bandwidth=1e9)
+    return compare_number(answer, speedup(c, world_size=3), rel_right=0.02, rel_close=0.1, what="the speedup")

@@ -1,0 +1,33 @@
+"""Verdicts on a `Diagnosis`: a lesson checks what `diagnose` says against what
+the lesson measured itself. Each takes `Diagnosis.causes` (most costly first)
+and comes out either way (tests/test_diagnose_claims.py).
+Defined in notebook 01_case1_broken; used in 03, 05 and 07.
+"""
+
+from __future__ import annotations
+
+from ..tool import verdict as V
+
+
+def _findings(causes: list) -> dict:
+    return {"findings, most costly first": ", ".join(causes) or "none"}
+
+
+def ranks_first(causes: list, cause: str, label: str) -> V.Verdict:
+    """`diagnose` ranks `cause` first: the tool's order against the lesson's measured one."""
+    return V.exact(f"diagnose ranks {label} first", causes[0] if causes else "no finding", expected=cause,
+                   what="first finding", numbers=_findings(causes))
+
+
+def names(causes: list, expected: list, label: str) -> V.Verdict:
+    """`diagnose` names every cause in `expected` among its findings."""
+    missing = [c for c in expected if c not in causes]
+    return V.exact(f"diagnose names {label}", len(expected) - len(missing), expected=len(expected),
+                   what="the lesson's causes it names",
+                   numbers=_findings(causes) | {"missing": ", ".join(missing) or "none"})
+
+
+def omits(causes: list, cause: str, label: str) -> V.Verdict:
+    """`diagnose` no longer names `cause` among its findings (a fixed run: what remains)."""
+    return V.exact(f"diagnose no longer names {label}", int(cause in causes), expected=0,
+                   what=f"'{cause}' among the findings", numbers=_findings(causes))

@@ -1,0 +1,8 @@
+"""The timer checked against other clocks, and what it costs (notebook 00 reads the records).
+
+overhead (benchmarks/timing_overhead.py's worker: one DDP loop, timed or
+not) ; bench (benchmarks/timer_validation.py's paired cost rounds) ; agree
+(the timer against the profiler's kernels and DDP's own timings) ; validate
+(that benchmark's worker, whole) ; check (a validation record read back:
+`validation_summary`, defined in notebook 00_first_launch).
+"""

@@ -1,0 +1,146 @@
+"""The course's three figures, from the timings `StepTimer` returns.
+
+- `step_breakdown`: per rank, each step stacked as data wait, forward,
+  backward compute, waiting for a slower rank, exposed all-reduce, optimizer,
+  any other phase, and the step's remainder no phase covers, with the step
+  time and the all-reduce's whole busy time drawn over it (the part above the
+  exposed bar was hidden behind the backward pass);
+- `compare`: runs side by side (`ddp_lessons.compare`): throughput with the
+  min-max of repeats, and each run's median step split into its phases;
+- `timeline`: one step, one row per rank: backward compute and every
+  bucket's all-reduce on a time axis, so overlap is visible;
+- `bandwidth`: all-reduce time and busbw over message size, with the fitted
+  latency + bytes/bandwidth model.
+Every function returns the matplotlib Figure, already closed: a notebook shows
+it once, as the cell's value, and pyplot keeps no reference to it.
+Defined in notebook 00_first_launch.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from .allreduce import predict_time
+
+PARTS = [("data", "data wait", "#bbbbbb"), ("forward", "forward", "#4c72b0"),
+         ("backward_compute", "backward compute", "#55a868"),
+         ("wait", "waiting for a slower rank", "#ffbf00"),
+         ("exposed_comm", "exposed all-reduce", "#c44e52"), ("optimizer", "optimizer", "#8172b2")]
+_KNOWN = {"forward", "backward", "optimizer"}
+_OTHER_COLORS = ["#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"]
+
+
+def _step_parts(s: dict, others: list) -> dict:
+    """One step's stacked parts (seconds): the fixed ones, other phases, the remainder."""
+    parts = {k: s.get(k, 0.0) or 0.0 for k, _, _ in PARTS if k != "exposed_comm"}
+    parts["exposed_comm"] = max(0.0, s.get("exposed", 0.0) - parts["wait"])
+    parts.update({k: s.get(k, 0.0) for k in others})
+    parts["remainder"] = max(0.0, s["step_time"] - sum(parts.values()))
+    return parts
+
+
+def step_breakdown(rank_times: list[dict], title: str = "", skip: int = 0, unit: float = 1e3):
+    """Stacked per-step time of every rank (ms): fixed parts, other phases, the
+    remainder; the grey line is the step time, the black one all-reduce busy time."""
+    n = len(rank_times)
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.2), sharey=True, squeeze=False)
+    for ax, times in zip(axes[0], rank_times, strict=True):
+        steps = times["steps"][skip:]
+        others = list(dict.fromkeys(k for s in steps for k in s.get("phases", {}) if k not in _KNOWN))
+        rows = [_step_parts(s, others) for s in steps]
+        xs = [s["step"] for s in steps]
+        bottom = [0.0] * len(steps)
+        styles = PARTS + [(k, k, _OTHER_COLORS[i % len(_OTHER_COLORS)]) for i, k in enumerate(others)]
+        for key, label, color in styles + [("remainder", "no phase (remainder)", "#eeeeee")]:
+            vals = [r[key] * unit for r in rows]
+            ax.bar(xs, vals, bottom=bottom, color=color, label=label, width=0.85, edgecolor="none")
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.plot(xs, [s["step_time"] * unit for s in steps], "_", color="#555555", ms=8, label="step time")
+        ax.plot(xs, [s.get("allreduce", 0.0) * unit for s in steps], "k.-", lw=1, label="all-reduce busy")
+        ax.set_title(f"rank {times['rank']}" + (f" ({times['device']})" if times.get("device") else ""))
+        ax.set_xlabel("step")
+    axes[0][0].set_ylabel("time per step (ms)")
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def timeline(rank_times: list[dict], step: int = -1, title: str = "", unit: float = 1e3):
+    """One step on a time axis (ms): phases on the upper lane, buckets below."""
+    n = len(rank_times)
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.9 * n))
+    colors = {"forward": "#4c72b0", "backward": "#55a868", "optimizer": "#8172b2"}
+    for row, times in enumerate(rank_times):
+        s = times["steps"][step]
+        y = (n - 1 - row) * 2
+        for name, (a, b) in s["phases"].items():
+            ax.barh(y + 0.5, (b - a) * unit, left=a * unit, height=0.8,
+                    color=colors.get(name, "#999999"), label=name if row == 0 else None)
+        for k, bk in enumerate(s["buckets"]):
+            ax.barh(y - 0.5, (bk["end"] - bk["start"]) * unit, left=bk["start"] * unit, height=0.8,
+                    color="#c44e52" if k % 2 == 0 else "#dd8452", edgecolor="k", lw=0.3,
+                    label="bucket all-reduce" if row == 0 and k == 0 else None)
+    ax.set_yticks([(n - 1 - r) * 2 + d for r in range(n) for d in (0.5, -0.5)])
+    ax.set_yticklabels([f"rank {r} {lane}" for r in range(n) for lane in ("compute", "all-reduce")], fontsize=8)
+    ax.set_xlabel("time since step start (ms)")
+    ax.legend(fontsize=7, loc="lower right", ncol=4)
+    ax.set_title(title or f"one step (step {rank_times[0]['steps'][step]['step']})")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def bandwidth(series: list[tuple], title: str = "all-reduce over message size"):
+    """`series`: (label, rows from bench.summarize, fit or None). Time and busbw panels."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for label, rows, fit in series:
+        xs = [r["bytes"] for r in rows]
+        line, = a1.loglog(xs, [r["time"] * 1e6 for r in rows], "o", ms=3, label=label)
+        a2.semilogx(xs, [r["busbw"] / 1e9 for r in rows], "o-", ms=3, color=line.get_color(), label=label)
+        if fit:
+            a1.loglog(xs, [predict_time(x, fit) * 1e6 for x in xs], "-", lw=1, color=line.get_color(),
+                      label=f"fit: {fit['latency'] * 1e6:.0f} us + bytes / {fit['bandwidth'] / 1e9:.2f} GB/s")
+    a1.set_xlabel("message size (bytes)")
+    a1.set_ylabel("time (us)")
+    a2.set_xlabel("message size (bytes)")
+    a2.set_ylabel("busbw (GB/s)")
+    a1.legend(fontsize=7)
+    a2.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def comparison(comparison, title: str = "runs compared"):
+    """`comparison` from `ddp_lessons.compare`: throughput (median, min-max of
+    repeats) per run, and each run's median step split into its phases (ms)."""
+    names = list(comparison.rows)
+    rows = [comparison.rows[n] for n in names]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    tp = [r[comparison.metric] for r in rows]
+    med = [t["median"] if t else 0.0 for t in tp]
+    err = [[m - (t["min"] if t else 0.0) for m, t in zip(med, tp, strict=True)],
+           [(t["max"] if t else 0.0) - m for m, t in zip(med, tp, strict=True)]]
+    a1.bar(names, med, yerr=err, capsize=4, color="#4c72b0")
+    a1.set_ylabel("samples/s (median, min-max of repeats)")
+    # stacked: the parts of a step; "wait" is inside "exposed", the all-reduce partly hidden
+    keys = list(dict.fromkeys(k for r in rows for k in r["phases"] if k not in ("allreduce", "wait")))
+    bottom = [0.0] * len(rows)
+    for i, k in enumerate(keys):
+        vals = [(r["phases"].get(k) or {"median": 0.0})["median"] * 1e3 for r in rows]
+        a2.bar(names, vals, bottom=bottom, label=k, color=(PARTS_COLORS.get(k) or _OTHER_COLORS[i % 5]))
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    a2.plot(names, [r["step"]["median"] * 1e3 for r in rows], "k_", ms=20, label="step time")
+    a2.set_ylabel("median step (ms)")
+    a2.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+PARTS_COLORS = {k: c for k, _, c in PARTS} | {"exposed": "#c44e52"}
