@@ -8,11 +8,18 @@ Notebooks (nbval, under notebooks/) are outside this directory and unaffected.
 """
 
 import os
+import signal
 import tempfile
 import time
 
 import psutil
 import pytest
+
+# A suite started in the background (`cmd &` in a non-interactive shell) inherits SIGINT
+# ignored, and so would every process it starts: the tests that interrupt a launch, as
+# Jupyter does, could interrupt nothing. Children of a process with a handler get the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 RUN_DIR_PREFIX = "ddp_lessons-"   # tempfile.mkdtemp(prefix=...) in launcher/parent.py
 GRACE_S = 5.0                    # time an exiting process or a closing launcher gets

@@ -312,3 +312,18 @@ def test_profiler_kernels_are_paired_with_the_timers_buckets_in_order():
     assert got["step_ratio_median"] == pytest.approx((1.0 + 1.25) / 2)
     none = kernels_against_timer(kernels[-1:], steps, "flight_recorder")
     assert none["nccl_allreduce_kernels"] == 0 and "no NCCL" in none["note"]
+
+
+def test_a_rank_value_is_read_through_accessors_whether_bare_or_under_the_timer_key():
+    from ddp_lessons.tool import timing
+    res = {"steps": [{"step": i, "step_time": 0.1 * (i + 1)} for i in range(4)], "account": {"startup": 1.5}}
+    for value in (res, {"timer": res, "loss": 0.3}):
+        assert timing.timer_result(value) is res
+        assert [s["step"] for s in timing.timed_steps(value, skip=2)] == [2, 3]
+        assert timing.rank_account(value) == {"startup": 1.5}
+        assert timing.median_step(value, skip=2)["step_time"] == pytest.approx(0.35)
+    assert timing.timer_result({"times": res}) is None   # one key, no fallback
+    with pytest.raises(ValueError, match="under 'timer'"):
+        timing.timed_steps({"loss": 0.3})
+    # the accessors are functions, not the package's modules of similar names
+    assert all(callable(getattr(timing, n)) for n in timing.__all__ if n != "KEY")

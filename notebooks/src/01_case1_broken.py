@@ -162,7 +162,7 @@ fig.tight_layout()
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-plots.step_breakdown([r["timer"] for r in two], title="posted setup, 2 workers (measured here)", skip=0)
+plots.step_breakdown(two, title="posted setup, 2 workers (measured here)", skip=0)
 
 # %% [markdown]
 # What the all-reduce is handed every step, in the buckets DDP made, against the model's gradient bytes

@@ -152,7 +152,7 @@ print({n: per_rank(runs[n])[0]["allreduce_calls"] for n in runs if n.startswith(
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-plots.timeline([r["timer"] for r in runs["bucket 1 MB"]], step=-1, title="bucket 1 MB, last step (measured here)")
+plots.timeline(runs["bucket 1 MB"], step=-1, title="bucket 1 MB, last step (measured here)")
 
 # %% [markdown]
 # ## Evaluation, distributed (measured)

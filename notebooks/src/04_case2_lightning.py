@@ -144,7 +144,7 @@ try:
     label = records.describe_machine(rec) + ("" if rec["machine"]["gpus"] else "  (a CPU stand-in, not a GPU figure)")
     r = rec["results"]["lightning"][0]
     print(label)
-    print(f"world size {r['world_size']}; per micro-step (median): {median_step(r['times'], skip=3)['step_time'] * 1e3:.2f} ms; "
+    print(f"world size {r['world_size']}; per micro-step (median): {median_step(r, skip=3)['step_time'] * 1e3:.2f} ms; "
           f"fit {r['wall']:.2f} s")
 except records.RecordError as exc:
     print(exc)

@@ -75,7 +75,7 @@ launch_s = total - max(r["wall"] for r in ranks)
 startups = [launch_s + timer_result(r)["startup"] for r in ranks]
 per_epoch = hook_intervals.per_epoch([timer_result(r) for r in ranks])
 for r, a, c in zip(ranks, per_epoch, verdicts.crossover_epochs(startups, per_epoch), strict=True):
-    print(f"rank {r['rank']}: all-reduce {a * 1e3:.1f} ms per epoch; start-up {launch_s + r['times']['startup']:.2f} s; "
+    print(f"rank {r['rank']}: all-reduce {a * 1e3:.1f} ms per epoch; start-up {launch_s + timer_result(r)['startup']:.2f} s; "
           f"equal at {c:.0f} epochs")
 
 # %%
@@ -211,9 +211,9 @@ print(records.describe_machine(nv) + ("" if nv["machine"]["gpus"] else "  (a CPU
 res = nv["results"]
 per_call, held = res["per_call"], res.get("held")
 print(res["error"] or f"the post's NVML block where nothing holds NVML open: {per_call * 1e3:.3f} ms per call "
-      f"(median of {len(res['times'])})")
+      f"(median of {len(res['calls'])})")
 if res["error"] is None:
-    print(f"with NVML held open: {held['per_call'] * 1e3:.3f} ms per call (median of {len(held['times'])})" if held
+    print(f"with NVML held open: {held['per_call'] * 1e3:.3f} ms per call (median of {len(held['calls'])})" if held
           else "with NVML held open: not in this record")
 
 # %%

@@ -21,7 +21,7 @@ import tempfile
 
 from ddp_lessons import compare, diagnose, launch, place
 from ddp_lessons.tool import records
-from ddp_lessons.tool.timing import account
+from ddp_lessons.tool.timing import rank_account
 from ddp_lessons.course import diagnosis_verdicts
 from ddp_lessons.cases.own import accumulate, cores, gpu, readout, trace, train, unused, verdicts
 from ddp_lessons.cases.own.exercises import check
@@ -111,7 +111,7 @@ verdicts.largest_cost(costs, "duplicated evaluation").show();
 # %%
 # NBVAL_IGNORE_OUTPUT
 for name in setups:
-    print(f"{name:10s}", " ".join(f"{account(r)['startup']:.3f}" for r in raw[0]["runs"][name]), "s per round")
+    print(f"{name:10s}", " ".join(f"{rank_account(r)['startup']:.3f}" for r in raw[0]["runs"][name]), "s per round")
 
 # %% [markdown]
 # The run read here is round 1's, after every setup has run once in this process:
@@ -132,7 +132,7 @@ diagnosis_verdicts.ranks_first(found.causes, "outside_steps", "work outside the 
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-covered = verdicts.coverage([account(rank["runs"][name][i]) for name in setups
+covered = verdicts.coverage([rank_account(rank["runs"][name][i]) for name in setups
                              for rank in raw for i in range(len(rank["runs"][name]))])
 print(f"steps + outside work = {min(covered):.1%} .. {max(covered):.1%} of each rank's wall time ({len(covered)} rank-runs)")
 

@@ -7,16 +7,13 @@ Three homes, arrows pointing down (tests/test_architecture.py):
 - `course`: the course's own machinery (options, exercises, replay of
   recorded runs, verdicts on a diagnosis, the timer's validation);
 - `cases`: `intro` (notebook 00), `case1` (01-03), `case2` (04-06), `own` (07);
-- `cli`: `python -m ddp_lessons COMMAND`.
+- `cli`: `python -m ddp_lessons COMMAND` (`__main__` runs it).
 
-`place` says where a lesson's ranks run on this machine (NCCL with one GPU
-each, or gloo on the CPU); `launch` and `run` start workers and return a
-`Results` (the ranks' values in rank order, each rank's output in `.logs`).
-`StepTimer` times every step of a worker and accounts for the rest of its
-time; `diagnose(results)` ranks what cost a run its time, each cause with
-what to change and how to check; `compare({name: repeats}, baseline=name)`
-puts runs side by side with the spread of their repeats; `whatif(run, link,
-world_size)` replays a timed run's buckets through a link (a model).
+`place` says where a lesson's ranks run; `launch` and `run` start workers and
+return their values in rank order; `StepTimer` times every step of a worker
+and accounts for the rest of its time; `diagnose(results)` ranks what cost the
+run its time; `compare` puts runs side by side with their spread; `whatif`
+replays a timed run's buckets through a link (a model).
 
     from ddp_lessons import StepTimer, compare, diagnose, launch
     results = launch(my_workers.train, kwargs={"epochs": 2}, world_size=2)  # each returns timer.result()

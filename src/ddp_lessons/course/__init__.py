@@ -1,4 +1,4 @@
-"""The course's own machinery: what the notebooks use that a practitioner's run does not.
+"""The course's own machinery: what the notebooks use and a practitioner's run does not.
 
 options (named options that refuse nonsense: the base of each case's
 options) ; exercises (the self-checks that close every notebook) ; toy (the

@@ -14,13 +14,14 @@ def _findings(causes: list) -> dict:
 
 
 def ranks_first(causes: list, cause: str, label: str) -> V.Verdict:
-    """`diagnose` ranks `cause` first: the tool's order against the lesson's measured one."""
+    """`diagnose` ranks `cause` first: the tool's order against the lesson's measured one.
+    Defined in notebook 05_case2_where_time_goes."""
     return V.exact(f"diagnose ranks {label} first", causes[0] if causes else "no finding", expected=cause,
                    what="first finding", numbers=_findings(causes))
 
 
 def names(causes: list, expected: list, label: str) -> V.Verdict:
-    """`diagnose` names every cause in `expected` among its findings."""
+    """`diagnose` names every cause in `expected` among its findings. Defined in notebook 01_case1_broken."""
     missing = [c for c in expected if c not in causes]
     return V.exact(f"diagnose names {label}", len(expected) - len(missing), expected=len(expected),
                    what="the lesson's causes it names",
@@ -28,6 +29,7 @@ def names(causes: list, expected: list, label: str) -> V.Verdict:
 
 
 def omits(causes: list, cause: str, label: str) -> V.Verdict:
-    """`diagnose` no longer names `cause` among its findings (a fixed run: what remains)."""
+    """`diagnose` no longer names `cause` among its findings (a fixed run: what remains).
+    Defined in notebook 03_case1_beyond."""
     return V.exact(f"diagnose no longer names {label}", int(cause in causes), expected=0,
                    what=f"'{cause}' among the findings", numbers=_findings(causes))

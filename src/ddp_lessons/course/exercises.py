@@ -26,7 +26,8 @@ def exercise(name: str):
 
 
 def check(name: str, answer) -> None:
-    """Check `answer` to exercise `name`; prints the verdict (right, close or wrong: why)."""
+    """Check `answer` to exercise `name`; prints the verdict (right, close or wrong: why).
+    Defined in notebook 00_first_launch."""
     if name not in _EXERCISES:
         raise KeyError(f"no exercise {name!r} is loaded (loaded: {sorted(_EXERCISES)}): import `check` "
                        "from the notebook's own module, e.g. `from ddp_lessons.cases.case1.exercises import check`")

@@ -1,19 +1,11 @@
 """Options that refuse nonsense: the small base both cases' options share.
 
-A case's options are a dataclass on `Options`. Each field declares
-- its type; a choice is `Literal[...]` (`int | Literal["cores"]`, `... | None`);
-- its role, through `workload(...)`, `switch(...)` or `measurement(...)`:
-  workload     what is trained (the post's numbers, or a stand-in's scale);
-  switch       one behaviour of the run, the post's by default; a fix (the
-               presets) or an experiment flips it;
-  measurement  only how the run is measured (steps, seed, timing barriers);
-- limits where nonsense is obvious: `min` (>=), `above` (>), `fraction`
-  (a float must be in (0, 1]).
-Every value set (construction, `replace`, assignment) is checked against its
-field; a bad one raises a one-line ValueError naming the field, the value and
-what is allowed: `case1.Options.batch='halve': use one of 'same', 'halved', 'scale_lr'`.
-Presets are data (`PRESETS`: name -> changes from the defaults), and `diff`
-says what two runs disagree on. Defined in notebook 01_case1_broken.
+A case's options are a dataclass on `Options` whose fields declare their type (a choice is
+`Literal[...]`), their role (`workload`, `switch` or `measurement`) and limits where nonsense is obvious.
+Every value set (construction, `replace`, assignment) is checked against its field; a bad one raises
+a one-line ValueError naming the field, the value and what is allowed (`Options.check`). Presets are
+data (`PRESETS`: name -> changes from the defaults), and `diff` says what two runs disagree on.
+Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
@@ -33,7 +25,8 @@ _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
 def option(default, role: str, doc: str = "", **limits) -> dataclasses.Field:
-    """A field with its role, a one-line doc and its limits (kept in the field's metadata)."""
+    """A field with its role, a one-line doc and its limits (kept in the field's metadata): `min` (>=),
+    `above` (>), `fraction` (a float must be in (0, 1])."""
     if role not in ROLES:
         raise ValueError(f"role {role!r}: use one of {', '.join(map(repr, ROLES))}")
     if set(limits) - set(LIMITS):
@@ -47,12 +40,12 @@ def workload(default, doc: str = "", **limits) -> dataclasses.Field:
 
 
 def switch(default, doc: str = "", **limits) -> dataclasses.Field:
-    """One behaviour of the run; the default is the post's."""
+    """One behaviour of the run; the default is the post's. A fix (the presets) or an experiment flips it."""
     return option(default, "switch", doc, **limits)
 
 
 def measurement(default, doc: str = "", **limits) -> dataclasses.Field:
-    """Only how the run is measured."""
+    """Only how the run is measured (steps, seed, timing barriers)."""
     return option(default, "measurement", doc, **limits)
 
 
@@ -151,7 +144,8 @@ class Options:
 
     A subclass is a `@dataclasses.dataclass` whose fields come from `workload`,
     `switch` or `measurement`, and sets `PRESETS` (name -> changes from the
-    defaults). Defined in notebook 01_case1_broken.
+    defaults). A field's type may be a union with choices: `int | Literal["cores"]`, `... | None`.
+    Defined in notebook 01_case1_broken.
     """
     PRESETS: dict = {}   # not annotated, so not a field
 
@@ -164,7 +158,8 @@ class Options:
 
     @classmethod
     def check(cls, name: str, value) -> None:
-        """Raise ValueError unless `value` is allowed for field `name` (its type and limits)."""
+        """Raise ValueError unless `value` is allowed for field `name` (its type and limits), e.g.
+        `case1.Options.batch='halve': use one of 'same', 'halved', 'scale_lr'`."""
         spec = _spec(cls)
         if name not in spec:
             raise AttributeError(f"{cls.label()} has no option {name!r}: use one of {', '.join(spec)}")

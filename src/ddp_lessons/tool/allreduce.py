@@ -22,7 +22,7 @@ from .launcher import report_progress
 
 
 def default_sizes(lo: int = 4 * 1024, hi: int = 64 * 2**20, per_octave: int = 1) -> list[int]:
-    """Message sizes in bytes, powers of two from `lo` to `hi`."""
+    """Message sizes in bytes, powers of two from `lo` to `hi`. Defined in notebook 00_first_launch."""
     sizes, s = [], lo
     while s <= hi:
         sizes.append(int(s))
@@ -35,8 +35,7 @@ def sweep(sizes, iters: int = 20, warmup: int = 3, dtype=torch.float32) -> dict:
 
     On GPUs the times come from CUDA events around each call (one sync per
     size, after the loop); on gloo from the host clock, since a gloo
-    all-reduce returns only when it has completed.
-    """
+    all-reduce returns only when it has completed. Defined in notebook 00_first_launch."""
     dev = runtime.device()
     cuda = dev.type == "cuda"
     out = {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
@@ -75,7 +74,8 @@ def _time_cuda(buf, iters):
 
 def summarize(rank_results: list[dict]) -> list[dict]:
     """Per size: median over iterations of the slowest rank's time, algbw, busbw;
-    also the p90 and the best iteration (what the link does without scheduler noise)."""
+    also the p90 and the best iteration (what the link does without scheduler noise).
+    Defined in notebook 00_first_launch."""
     n = rank_results[0]["world_size"]
     rows = []
     for i, nbytes in enumerate(rank_results[0]["sizes"]):
@@ -97,8 +97,7 @@ def fit_latency_bandwidth(rows: list[dict]) -> dict:
     B/s), the largest relative error of the fit over the points, and whether
     each term was resolvable from these sizes: the bytes term must be at least
     RESOLVED of the largest size's time (else every size was latency-bound and
-    the bandwidth is noise), the latency at least RESOLVED of the smallest's.
-    """
+    the bandwidth is noise), the latency at least RESOLVED of the smallest's. Defined in notebook 00_first_launch."""
     xs = [r["bytes"] for r in rows]
     ys = [r["time"] for r in rows]
     w = [1.0 / y for y in ys]
@@ -133,7 +132,7 @@ def describe_fit(fit: dict) -> str:
 # -- the one cost model: time = latency + bytes / algbw -------------------------
 def predict_time(nbytes: float, fit: dict) -> float:
     """All-reduce time the model gives for a message of `nbytes`, from a fit
-    (`fit_latency_bandwidth`: latency in s, `bandwidth` an algbw in B/s)."""
+    (`fit_latency_bandwidth`: latency in s, `bandwidth` an algbw in B/s). Defined in notebook 00_first_launch."""
     return fit["latency"] + nbytes / fit["bandwidth"]
 
 

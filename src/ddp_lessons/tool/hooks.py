@@ -1,20 +1,12 @@
 """What a DDP communication hook sends, apart from how it is timed.
 
-Gradient compression and an injected delay are hooks of their own here.
-`timing.StepTimer` wraps whichever hook it is given and only measures, so
-switching timing off never changes what is sent:
+Gradient compression (`compression_hook`) and an injected delay (`delayed`) are hooks of their own
+here. `timing.StepTimer` wraps whichever hook it is given and only measures, so switching timing off
+never changes what is sent:
 
     hook = delayed(compression_hook("bf16"), 0.05)   # bf16 all-reduce, +50 ms per bucket
     timer = StepTimer(ddp_model, hook=hook)          # registers it, timed
     timer = StepTimer(ddp_model, hook=hook, enabled=False)  # registers it, untimed
-
-A communication hook is a plain function `hook(state, bucket) -> Future`,
-registered with `ddp_model.register_comm_hook(state, hook)`. DDP inspects it:
-the second parameter must be called `bucket`, the function needs a `__name__`
-(a functools.partial fails), and annotations, if any, must be the real
-classes (this file has none). Every hook here takes torch's state, the
-process group (None: the default group); a wrapper's state is its inner
-hook's state, as for torch's `fp16_compress_wrapper`.
 """
 
 from __future__ import annotations
@@ -27,6 +19,11 @@ import time
 import torch
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
+# A hook is a plain function `hook(state, bucket) -> Future`, registered with
+# `ddp_model.register_comm_hook(state, hook)`. DDP inspects it: the second parameter must be called `bucket`,
+# the function needs a `__name__` (a functools.partial fails), and annotations, if any, must be the real
+# classes (this file has none). Every hook here takes torch's state, the process group (None: the default
+# group); a wrapper's state is its inner hook's state, as for torch's `fp16_compress_wrapper`.
 # DDP's own all-reduce as a Python hook: divide by the world size, then sum.
 allreduce_hook = default_hooks.allreduce_hook
 

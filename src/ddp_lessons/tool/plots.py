@@ -1,18 +1,8 @@
-"""The course's three figures, from the timings `StepTimer` returns.
-
-- `step_breakdown`: per rank, each step stacked as data wait, forward,
-  backward compute, waiting for a slower rank, exposed all-reduce, optimizer,
-  any other phase, and the step's remainder no phase covers, with the step
-  time and the all-reduce's whole busy time drawn over it (the part above the
-  exposed bar was hidden behind the backward pass);
-- `compare`: runs side by side (`ddp_lessons.compare`): throughput with the
-  min-max of repeats, and each run's median step split into its phases;
-- `timeline`: one step, one row per rank: backward compute and every
-  bucket's all-reduce on a time axis, so overlap is visible;
-- `bandwidth`: all-reduce time and busbw over message size, with the fitted
-  latency + bytes/bandwidth model.
-Every function returns the matplotlib Figure, already closed: a notebook shows
-it once, as the cell's value, and pyplot keeps no reference to it.
+"""The course's figures, from the timings `StepTimer` returns: `step_breakdown` (each rank's
+steps stacked by part), `comparison` (runs side by side, from `ddp_lessons.compare`), `timeline`
+(one step, one row per rank, so overlap is visible) and `bandwidth` (all-reduce time and busbw over
+message size, with the fitted model). Every function returns the matplotlib Figure, already closed:
+a notebook shows it once, as the cell's value, and pyplot keeps no reference to it.
 Defined in notebook 00_first_launch.
 """
 
@@ -21,6 +11,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from .allreduce import predict_time
+from .timing import timer_result
 
 PARTS = [("data", "data wait", "#bbbbbb"), ("forward", "forward", "#4c72b0"),
          ("backward_compute", "backward compute", "#55a868"),
@@ -39,9 +30,13 @@ def _step_parts(s: dict, others: list) -> dict:
     return parts
 
 
-def step_breakdown(rank_times: list[dict], title: str = "", skip: int = 0, unit: float = 1e3):
-    """Stacked per-step time of every rank (ms): fixed parts, other phases, the
-    remainder; the grey line is the step time, the black one all-reduce busy time."""
+def step_breakdown(ranks: list, title: str = "", skip: int = 0, unit: float = 1e3):
+    """Stacked per-step time of every rank (ms): data wait, forward, backward compute, waiting for
+    a slower rank, exposed all-reduce, optimizer, any other phase, and the step's remainder no phase
+    covers; the grey line is the step time, the black one the all-reduce's whole busy time (the part
+    above the exposed bar was hidden behind the backward pass). `ranks`: what the workers returned,
+    or their timer results. Defined in notebook 00_first_launch."""
+    rank_times = [timer_result(r) or r for r in ranks]
     n = len(rank_times)
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.2), sharey=True, squeeze=False)
     for ax, times in zip(axes[0], rank_times, strict=True):
@@ -68,8 +63,11 @@ def step_breakdown(rank_times: list[dict], title: str = "", skip: int = 0, unit:
     return fig
 
 
-def timeline(rank_times: list[dict], step: int = -1, title: str = "", unit: float = 1e3):
-    """One step on a time axis (ms): phases on the upper lane, buckets below."""
+def timeline(ranks: list, step: int = -1, title: str = "", unit: float = 1e3):
+    """One step on a time axis (ms), one row per rank (`ranks` as for `step_breakdown`): phases
+    (backward compute among them) on the upper lane, every bucket's all-reduce below, so overlap is
+    visible. Defined in notebook 00_first_launch."""
+    rank_times = [timer_result(r) or r for r in ranks]
     n = len(rank_times)
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.9 * n))
     colors = {"forward": "#4c72b0", "backward": "#55a868", "optimizer": "#8172b2"}
@@ -94,7 +92,9 @@ def timeline(rank_times: list[dict], step: int = -1, title: str = "", unit: floa
 
 
 def bandwidth(series: list[tuple], title: str = "all-reduce over message size"):
-    """`series`: (label, rows from bench.summarize, fit or None). Time and busbw panels."""
+    """`series`: (label, rows from bench.summarize, fit or None). Time and busbw panels over message
+    size; a fit is drawn as the latency + bytes/bandwidth model.
+    Defined in notebook 00_first_launch."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
     for label, rows, fit in series:
         xs = [r["bytes"] for r in rows]

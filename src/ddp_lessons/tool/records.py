@@ -4,16 +4,8 @@ A record is a dict with a schema name and version, the configuration, the
 hardware and software (`machine_info()`), and the results. `save` writes
 atomically and never replaces an existing record unless asked; `load` refuses
 a corrupt file or another schema version with a message that says what to do.
-Defined in notebook 00_first_launch.
-
-Where records go: `runs_dir=` where given; else the folder named by the
-environment variable DDP_LESSONS_RUNS; else `./runs` in the current
-directory (`default_dir()`). Never inside the installed package. The course's
-own records are `RUNS_DIR` (data/runs of the course's repository): the
-course's scripts save there by passing `runs_dir=RUNS_DIR`. Reading by name
-without `runs_dir` (`load`, `list_records`, `course.replay.stored_or_live`) looks in
-`default_dir()` first, then in the course's records, so the notebooks find
-both; a name found in both is the user's.
+Records go to `runs_dir=`, else $DDP_LESSONS_RUNS, else ./runs (`default_dir()`); reading by name
+also looks in the course's own records (`RUNS_DIR`). Defined in notebook 00_first_launch.
 """
 
 from __future__ import annotations
@@ -43,8 +35,7 @@ def machine_info(backend: str | None = None) -> dict:
 
     GPUs and the driver are read through NVML, never through torch.cuda: even
     `torch.cuda.is_available()` starts the CUDA driver in this process, and
-    workers forked after that cannot use CUDA (see `launch`'s fork check).
-    """
+    workers forked after that cannot use CUDA (see `launch`'s fork check). Defined in notebook 00_first_launch."""
     import torch
     info = {"python": platform.python_version(),
             "platform": platform.platform(), "cpu_count": os.cpu_count(),
@@ -127,13 +118,17 @@ def source_commit() -> str | None:
 
 
 def default_dir() -> Path:
-    """Where `save` writes without `runs_dir`: $DDP_LESSONS_RUNS, else ./runs."""
+    """Where `save` writes without `runs_dir`: $DDP_LESSONS_RUNS, else ./runs in the current
+    directory; never inside the installed package. The course's scripts save to its own records,
+    `RUNS_DIR` (data/runs of the course's repository), by passing `runs_dir=RUNS_DIR`."""
     return Path(os.environ.get(ENV_VAR) or "runs")
 
 
 def _search_dirs(runs_dir) -> list[Path]:
     if runs_dir is not None:
         return [Path(runs_dir)]
+    # Reading by name without runs_dir (`load`, `list_records`, `course.replay.stored_or_live`): here first,
+    # then the course's records, so the notebooks find both; a name found in both is the user's.
     course = [RUNS_DIR] if (REPO / "pyproject.toml").exists() else []  # a source checkout only
     return [default_dir(), *course]
 
@@ -189,7 +184,7 @@ def _jsonable(obj):
 
 def load(name_or_path, runs_dir=None) -> dict:
     """Read a record (runs_dir None: `default_dir()`, then the course's records);
-    a clear RecordError if it is missing, corrupt or of another schema."""
+    a clear RecordError if it is missing, corrupt or of another schema. Defined in notebook 00_first_launch."""
     path = _find(name_or_path, runs_dir)
     try:
         text = path.read_text()
@@ -211,7 +206,7 @@ def load(name_or_path, runs_dir=None) -> dict:
 
 def list_records(kind: str | None = None, runs_dir=None) -> list[str]:
     """Names of the records in runs_dir (None: `default_dir()` and the course's
-    records), of one `kind` if given, sorted."""
+    records), of one `kind` if given, sorted. Defined in notebook 00_first_launch."""
     names = []
     for p in sorted({p.name: p for d in reversed(_search_dirs(runs_dir)) for p in Path(d).glob("*.json")}.values()):
         try:
@@ -225,7 +220,8 @@ def list_records(kind: str | None = None, runs_dir=None) -> list[str]:
 
 def describe_machine(rec: dict) -> str:
     """One line naming the hardware and versions a record was made on
-    (ending 'measured live in this run' for one `course.replay.stored_or_live` made here)."""
+    (ending 'measured live in this run' for one `course.replay.stored_or_live` made here).
+    Defined in notebook 00_first_launch."""
     m = rec["machine"]
     cores = m.get("cpu_affinity") or m["cpu_count"]
     dev = f"{len(m['gpus'])}x {m['gpus'][0]}" if m.get("gpus") else f"{cores} CPU cores ({m.get('cpu_model')})"

@@ -28,7 +28,7 @@ if dist.is_available():
 
 
 def cpu_count() -> int:
-    """Cores this process may run on (respects taskset / container limits)."""
+    """Cores this process may run on (respects taskset / container limits). Defined in notebook 02_case1_answer."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
@@ -36,7 +36,8 @@ def cpu_count() -> int:
 
 
 def threads_per_rank(cores: int, ranks: int) -> int:
-    """Torch threads for each of `ranks` processes sharing `cores` cores: an equal share, at least 1."""
+    """Torch threads for each of `ranks` processes sharing `cores` cores: an equal share, at least 1.
+    Defined in notebook 06_case2_breakeven."""
     return max(1, cores // ranks)
 
 

@@ -2,18 +2,9 @@
 interleaved runs, and whether two setups' difference is larger than their
 repeats' spread.
 
-- `summary(values)`: median, quartiles, IQR, IQR / median, min, max;
-- `interleave(names, rounds)`: the order of every round, rotated and
-  alternately reversed, so no setup always runs first or after the same one;
-- `compare(a, b)`: per-round ratios b / a of two setups timed in the same
-  rounds, their median and min-max, and a `verdict`.
-
-The verdict rule, `VERDICT_RULE` (a sign test over rounds): B is faster when
-every round's ratio B/A is below 1, A is faster when every one is above 1;
-otherwise 1 lies inside the rounds' range of ratios and the difference is not
-resolvable. Fewer than `MIN_ROUNDS` paired rounds resolve nothing (all of 5
-rounds on one side happens by chance with probability 2/32 = 6%; all of 2 with 50%).
-
+`summary(values)`: median, quartiles, IQR, min, max; `interleave(names, rounds)`: the running order
+of every round, so no setup always runs first or after the same one; `compare_rounds(a, b)`: per-round
+ratios b / a of two setups timed in the same rounds, and a `verdict` by the sign test of `VERDICT_RULE`.
 A leaf of the package: it imports nothing from ddp_lessons.
 """
 
@@ -21,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 
+# All of 5 rounds on one side happens by chance with probability 2/32 = 6%; all of 2 with 50%
 MIN_ROUNDS = 3
 STEADY_IQR = 0.05   # a run is steady when its steps' IQR is at most 5% of their median
 B_FASTER, A_FASTER = "B faster", "A faster"
@@ -47,7 +39,8 @@ def quartiles(values) -> tuple[float, float, float]:
 
 
 def summary(values) -> dict:
-    """n, median, q1, q3, iqr, iqr_rel (IQR / median), min, max of `values`."""
+    """n, median, q1, q3, iqr, iqr_rel (IQR / median), min, max of `values`.
+    Defined in notebook 06_case2_breakeven."""
     v = [float(x) for x in values]
     q1, med, q3 = quartiles(v)
     return {"n": len(v), "median": med, "q1": q1, "q3": q3, "iqr": q3 - q1,
@@ -62,7 +55,7 @@ def steady(values, limit: float = STEADY_IQR) -> bool:
 def interleave(names, rounds: int) -> list[list[str]]:
     """The running order of `rounds` rounds of `names`: round r is the list
     rotated by r // 2, reversed when r is odd. Two names give A B, B A, B A,
-    A B, A B, ...; every name comes first or last as often as the others."""
+    A B, A B, ...; every name comes first or last as often as the others. Defined in notebook 02_case1_answer."""
     names = list(names)
     order = []
     for r in range(rounds):
@@ -80,7 +73,8 @@ def inside_spread(ratios) -> bool:
 
 def verdict(ratios, min_rounds: int = MIN_ROUNDS) -> str:
     """B_FASTER when every ratio B/A < 1, A_FASTER when every one > 1,
-    INSIDE otherwise; TOO_FEW (formatted) under `min_rounds` ratios."""
+    INSIDE otherwise (1 lies inside the rounds' range of ratios); TOO_FEW
+    (formatted) under `min_rounds` ratios: fewer paired rounds resolve nothing."""
     ratios = list(ratios)
     if len(ratios) < min_rounds:
         return TOO_FEW.format(min_rounds)

@@ -1,33 +1,12 @@
 """Verdicts: a lesson's claim decided by the run's own numbers.
 
-A sentence in a lesson that states a cause, a speed-up or a comparison
-follows a verdict: a function of measured numbers that returns one of
-
-- `HOLDS`: the claim is true by a margin the measurement's spread keeps;
-- `FAILS` ("does not hold"): the opposite is true by that margin;
-- `UNRESOLVED` ("not resolvable here"): the spread covers both, or there
-  are too few repeats to know the spread.
-
-Every decision is an interval against a limit. The measured quantity is
-known only as an interval [low, high] (min-max of interleaved repeats, the
-per-round ratios of two setups, a median with a stated margin); the claim
-is "quantity > limit" (or "<"). It holds when the whole interval is on the
-claimed side, fails when the whole interval is on the other side, and is
-not resolvable when the limit lies inside. A deterministic fact (a count,
-a byte total) is an interval of width zero: `exact`.
-
-A verdict prints two lines:
-
-    verdict: HOLDS - 2 ranks take longer per epoch than 1
-      deciding numbers: ratio 2 ranks / 1 rank per round 1.21 .. 1.34 (5 rounds); rule: ...
-
-The first line is what the lesson's text may rely on; nbval compares it
-(a verdict that flips on a rerun fails CI). The second line carries the
-numbers that decide it and the rule; its figures change from run to run, so
-nbval_sanitize.cfg masks that line after its label, and only that line.
-
-A leaf of the ground floor: it imports only `spread`. `separated` decides a
-comparison of two setups' repeats by their quartiles.
+A sentence in a lesson that states a cause, a speed-up or a comparison follows a verdict: a function of
+measured numbers that returns `HOLDS`, `FAILS` ("does not hold") or `UNRESOLVED` ("not resolvable here").
+Every decision is an interval against a limit (`interval`): the measured quantity is known only as an
+interval [low, high], the claim is "quantity > limit" (or "<"). `repeats`, `paired` and `separated` (by
+quartiles) build the interval from repeats, `exact` decides a deterministic fact, `all_of` combines
+claims. A `Verdict` prints two lines: the outcome, then the deciding numbers and the rule (`Verdict`).
+A leaf of the ground floor: it imports only `spread`.
 """
 
 from __future__ import annotations
@@ -44,7 +23,16 @@ SIDES = (">", "<")
 @dataclass(frozen=True)
 class Verdict:
     """One claim decided: `status` is HOLDS, FAILS or UNRESOLVED; `numbers`
-    the figures that decided it (name -> text); `rule` how."""
+    the figures that decided it (name -> text); `rule` how.
+
+    HOLDS: the claim is true by a margin the measurement's spread keeps; FAILS: the opposite is
+    true by that margin; UNRESOLVED: the spread covers both, or there are too few repeats to know
+    the spread. Printed as two lines, e.g.
+        verdict: HOLDS - 2 ranks take longer per epoch than 1
+          deciding numbers: ratio 2 ranks / 1 rank per round 1.21 .. 1.34 (5 rounds); rule: ...
+    The first line is what the lesson's text may rely on; nbval compares it (a verdict that flips
+    on a rerun fails CI). The second carries the numbers that decide it and the rule; its figures
+    change from run to run, so nbval_sanitize.cfg masks that line after its label, and only that line."""
     claim: str
     status: str
     numbers: dict = field(default_factory=dict)
@@ -100,8 +88,11 @@ def _fmt(x, unit: str = "") -> str:
 def interval(claim: str, low: float, high: float, *, side: str, limit: float,
              what: str = "value", unit: str = "", numbers: dict | None = None) -> Verdict:
     """Claim "`what` `side` `limit`" against the interval [low, high] in which
-    the measured `what` lies. HOLDS when the whole interval is on `side` of
-    `limit`, FAILS when it is wholly on the other side, else UNRESOLVED."""
+    the measured `what` lies (min-max of interleaved repeats, the per-round ratios
+    of two setups, a median with a stated margin). HOLDS when the whole interval is on
+    `side` of `limit`, FAILS when it is wholly on the other side, else UNRESOLVED (the
+    limit lies inside).
+    A deterministic fact (a count, a byte total) is an interval of width zero: `exact`."""
     if side not in SIDES:
         raise ValueError(f"side={side!r}: use '>' or '<'")
     if low > high:

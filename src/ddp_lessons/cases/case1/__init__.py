@@ -1,19 +1,17 @@
-"""Case 1 (notebooks 01-03): a plain-PyTorch DDP script on 2 GPUs that is
-slower than on one, rebuilt on one code path.
+"""Case 1 (notebooks 01-03): a plain-PyTorch DDP script slower on 2 GPUs than on one.
 
-options (what the post, the answer and the fix set) -> parts (model, sampler,
-loader, schedule, loss accumulator, log, epoch edges: each switched by one
-option) -> setup (the options turned into those objects once: a Plan) ->
-train (the worker: epochs over the plan, reading no option) ; evaluate ;
-results (reading what the workers return) ; scaling (1 worker against 2 in
-interleaved rounds) ; claims, claims_gpu, gap,
-buckets (each conclusion of notebooks 01-03 as a verdict on the run's
-numbers, the recorded GPU rounds, the modelled 133 s against 105 s, the
-order gradients become ready) ; replay
-(a recorded GPU run made again on this machine's GPUs: `rerun`) ; ablation (the answer's fixes
-alone and together) ; posted (the post's lines without a launcher) ; model,
-synthetic and data (the M3AE-shaped stand-in, the VQA-RAD-shaped dataset
-written to disk, its reader) ; exercises ; cli.
+Rebuilt on one code path:
+
+options (what the post, the answer and the fix set) -> plan (the options
+turned into a rank's objects once: model, sampler, loader, evaluator) ->
+loop (what the loop calls each step: loss sum, log, epoch edges) -> train
+(the workers: epochs over the plan; `evaluate_worker`) ; evaluate ;
+readout (reading what the workers return) ; scaling (1 worker against 2) ;
+gap (the modelled 133 s against 105 s) ; buckets (the order gradients become
+ready) ; verdicts (each conclusion of 01-03 decided by the numbers) ; replay
+(a recorded GPU run made again here) ; ablation (the answer's fixes alone and
+together) ; posted (the post's lines without a launcher) ; model, synthetic,
+data (the M3AE-shaped stand-in and its dataset) ; exercises ; cli.
 """
 
 from .data import VQAFeatureDataset

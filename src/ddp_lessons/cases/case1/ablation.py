@@ -24,7 +24,8 @@ FIXES = {
 
 
 def variants(steps_limit: int = 6, **common) -> dict[str, Options]:
-    """Name -> options: the posted setup, each fix alone, then the fixes added one by one."""
+    """Name -> options: the posted setup, each fix alone, then the fixes added one by one.
+    Defined in notebook 02_case1_answer."""
     base = dict(steps_limit=steps_limit, evaluation="none", **common)
     out = {"posted": Options.broken(**base)}
     for name, change in FIXES.items():
@@ -40,7 +41,7 @@ def variants(steps_limit: int = 6, **common) -> dict[str, Options]:
 def table(runs: dict, skip: int = 2) -> list[dict]:
     """One row per variant (rank 0, medians over steps after `skip`): what changed.
 
-    Counts (steps, samples, bytes) are exact; times are in seconds."""
+    Counts (steps, samples, bytes) are exact; times are in seconds. Defined in notebook 02_case1_answer."""
     rows = []
     base = per_rank(runs["posted"], skip)[0]
     for name, res in runs.items():
@@ -53,7 +54,8 @@ def table(runs: dict, skip: int = 2) -> list[dict]:
 
 
 def plot(rows, title: str = "the answer's fixes, alone and cumulatively (median step, rank 0)"):
-    """Horizontal bars of the median step time per variant, posted setup first."""
+    """Horizontal bars of the median step time per variant, posted setup first.
+    Defined in notebook 02_case1_answer."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 0.32 * len(rows) + 1))
     names = [r["variant"] for r in rows][::-1]

@@ -1,14 +1,7 @@
 """Which gradients DDP can all-reduce during the backward pass: the order in
-which they become ready, the buckets that order makes, and how many bytes
-wait for the backward pass to end. Deterministic: sizes and order only, no
+which they become ready (`ready_order`), the buckets that order makes (`assign`), and how many bytes
+wait for the backward pass to end (`last_bucket_share`). Deterministic: sizes and order only, no
 timing. Defined in notebook 03_case1_beyond.
-
-DDP rebuilds its buckets after the first iteration in the order the
-gradients became ready, filling each up to `bucket_cap_mb` (a bucket closes
-once it holds at least the cap; with the cap given explicitly, as case 1's
-options always do, the first bucket has the same cap). A bucket's
-all-reduce starts when its last gradient is ready, so the bucket that holds
-the last gradient of the backward pass always starts after backward ends.
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ MIB = 2**20
 
 def ready_order(model: torch.nn.Module, batch: dict) -> list[tuple[str, int]]:
     """(name, gradient bytes) of every parameter, in the order one backward
-    pass of `model` on `batch` made their gradients ready (on this process)."""
+    pass of `model` on `batch` made their gradients ready (on this process). Defined in notebook 03_case1_beyond."""
     order = []
     hooks = [p.register_post_accumulate_grad_hook(lambda p, n=name: order.append((n, p.numel() * p.element_size())))
              for name, p in model.named_parameters() if p.requires_grad]
@@ -35,7 +28,10 @@ def ready_order(model: torch.nn.Module, batch: dict) -> list[tuple[str, int]]:
 
 
 def assign(order: list[tuple[str, int]], cap_mb: float) -> list[list[tuple[str, int]]]:
-    """The buckets DDP's rebuild makes from `order` with cap `cap_mb` MiB."""
+    """The buckets DDP's rebuild makes from `order` with cap `cap_mb` MiB. DDP rebuilds its buckets
+    after the first iteration in the order the gradients became ready, filling each up to the cap (a
+    bucket closes once it holds at least the cap; with the cap given explicitly, as case 1's options
+    always do, the first bucket has the same cap)."""
     buckets, current, size = [], [], 0
     for name, nbytes in order:
         current.append((name, nbytes))
@@ -49,6 +45,7 @@ def assign(order: list[tuple[str, int]], cap_mb: float) -> list[list[tuple[str, 
 
 
 def last_bucket_share(order: list[tuple[str, int]], cap_mb: float) -> float:
-    """Share of the gradient bytes in the bucket holding the last-ready gradient."""
+    """Share of the gradient bytes in the bucket holding the last-ready gradient. A bucket's
+    all-reduce starts when its last gradient is ready, so this bucket always starts after backward ends."""
     total = sum(b for _, b in order)
     return sum(b for _, b in assign(order, cap_mb)[-1]) / total

@@ -28,7 +28,7 @@ class VQAFeatureDataset(Dataset):
     multi-hot over the answers), 'answer_types', 'phrase_type', 'qid'.
     Random crop, flip and MLM masking apply to the train split only (when
     `train_transform`), drawn from torch's RNG so DataLoader worker seeding
-    governs them. Defined in notebook 01_case1_broken.
+    governs them. Defined in notebook 03_case1_beyond.
     """
 
     def __init__(self, root, split: str, image_size: int | None = None, max_text_len: int = 32,

@@ -2,20 +2,8 @@
 133 s on two: can the all-reduce alone explain it? Defined in notebook
 03_case1_beyond.
 
-Assumptions (each a column of the sensitivity table, not a fact):
-- one GPU's step takes T1 = 105 s / steps per epoch at the (unknown) batch
-  size, data loading included, and a step on each of two GPUs takes the same
-  compute (each rank keeps the per-rank batch, as posted);
-- the all-reduce of the gradients (the posted model keeps its unused heads)
-  costs `allreduce.allreduce_time` = latency + bytes x 2(n-1)/n / busbw,
-  with busbw the effective rate of the link NCCL uses (no P2P on GeForce:
-  copies through host memory);
-- exposed communication lies between two bounds: none of it overlapped
-  (all of it added to the step) and as much as the backward pass can hide
-  (exposed = max(0, all-reduce - backward share x T1)); the backward share
-  comes from a recorded GPU step. Overlap is not free on a GPU either: NCCL's
-  collectives are kernels on the same SMs, so the hidden part still slows
-  compute; the lower bound is optimistic.
+`table` gives one `row` per batch size and link; `explains` says which reading a row supports. The
+model's assumptions (each a column of the sensitivity table, not a fact) are stated in `row`.
 """
 
 from __future__ import annotations
@@ -35,24 +23,34 @@ LINKS = {"PCIe 4.0 x16 (~24 GB/s)": 24e9, "PCIe 3.0 x16 (~12 GB/s)": 12e9,
 def row(batch: int, busbw: float, n_train: int, grad_bytes: int, backward_share: float,
         latency: float = 50e-6, post: dict = POST) -> dict:
     """One row of the model: per-step times (s) and the modelled two-GPU epoch
-    without overlap (`epoch2_none`) and with the best overlap (`epoch2_best`)."""
+    without overlap (`epoch2_none`) and with the best overlap (`epoch2_best`).
+    Assumptions (each a column of the sensitivity table, not a fact) at the lines they set."""
     steps1, steps2 = math.ceil(n_train / batch), math.ceil(n_train / (2 * batch))
+    # one GPU's step takes T1 = 105 s / steps per epoch at the (unknown) batch size, data loading included,
+    # and a step on each of two GPUs takes the same compute (each rank keeps the per-rank batch, as posted)
     t1 = post["one_gpu_s"] / steps1
+    # the all-reduce of the gradients (the posted model keeps its unused heads): latency + bytes x 2(n-1)/n
+    # / busbw, busbw the effective rate of the link NCCL uses (no P2P on GeForce: copies through host memory)
     comm = allreduce_time(grad_bytes, busbw, latency, world=2)
+    # exposed communication lies between none of it overlapped (all added to the step) and as much as the
+    # backward pass can hide; the backward share comes from a recorded GPU step. Overlap is not free on a
+    # GPU either: NCCL's collectives are kernels on the same SMs, so the hidden part still slows compute;
+    # this lower bound is optimistic.
     exposed_best = max(0.0, comm - backward_share * t1)
     return {"batch": batch, "busbw": busbw, "steps1": steps1, "steps2": steps2, "t1": t1, "comm": comm,
             "epoch2_none": steps2 * (t1 + comm), "epoch2_best": steps2 * (t1 + exposed_best)}
 
 
 def table(n_train: int, grad_bytes: int, backward_share: float, batches=(8, 16, 32), links=LINKS) -> list[dict]:
-    """The sensitivity table: one `row` per batch size and link, with its link name."""
+    """The sensitivity table: one `row` per batch size and link, with its link name.
+    Defined in notebook 03_case1_beyond."""
     return [dict(row(b, bw, n_train, grad_bytes, backward_share), link=name)
             for b in batches for name, bw in links.items()]
 
 
 def explains(r: dict, post: dict = POST) -> str:
     """Which reading a row supports: communication alone reaches the two-GPU
-    epoch even with the best overlap, only without overlap, or not at all."""
+    epoch even with the best overlap, only without overlap, or not at all. Defined in notebook 03_case1_beyond."""
     if r["epoch2_best"] >= post["two_gpu_s"]:
         return "explains it, even overlapped"
     if r["epoch2_none"] >= post["two_gpu_s"]:
@@ -63,7 +61,7 @@ def explains(r: dict, post: dict = POST) -> str:
 def decode_seconds(paths, repeats: int = 5) -> float:
     """Seconds to open, decode, convert to RGB and turn one JPEG into a float
     tensor (what a loader worker does per image): per image the best of
-    `repeats` (the first, warm-up, left out), then the median over `paths`."""
+    `repeats` (the first, warm-up, left out), then the median over `paths`. Defined in notebook 03_case1_beyond."""
     import statistics
 
     import numpy as np

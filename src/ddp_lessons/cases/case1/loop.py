@@ -19,6 +19,7 @@ from ...tool.ddp import sync
 
 def to_device(batch: dict, dev) -> torch.Tensor:
     # The post's copies, made non-blocking (asynchronous only from pinned memory).
+    """Defined in notebook 03_case1_beyond."""
     batch["image"][0] = batch["image"][0].to(dev, non_blocking=True)
     for k in ("text_ids", "text_labels", "text_ids_mlm", "text_labels_mlm", "text_masks"):
         batch[k] = batch[k].to(dev, non_blocking=True)

@@ -34,7 +34,7 @@ UNUSED_BY_VQA = ("mlm_head", "itm_head", "mim_head")
 
 @dataclass
 class M3AEConfig:
-    """Sizes of the model; the defaults are M3AE's (see `m3ae()`)."""
+    """Sizes of the model; the defaults are M3AE's (see `m3ae()`). Defined in notebook 01_case1_broken."""
     image_size: int = 224
     patch_size: int = 16
     vision_layers: int = 12
@@ -262,7 +262,7 @@ def count_parameters(model: nn.Module) -> dict:
 def drop_unused_heads(model: nn.Module) -> nn.Module:
     """Remove the MLM, ITM and MIM heads, so every parameter gets a gradient in
     a VQA step and DDP can run with find_unused_parameters=False. Call before
-    wrapping in DDP; returns the same model. Defined in notebook 01_case1_broken."""
+    wrapping in DDP; returns the same model. Defined in notebook 03_case1_beyond."""
     if isinstance(model, DistributedDataParallel):
         raise TypeError("drop the heads before wrapping the model in DistributedDataParallel")
     for name in UNUSED_BY_VQA:

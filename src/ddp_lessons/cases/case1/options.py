@@ -5,15 +5,8 @@ applies the accepted answer's changes; `Options.fixed()` is the setup that
 scales. Each field switches one thing, so the difference between two runs is
 the fields that differ (`diff`). Every choice is checked when set:
 `Options(batch="halve")` raises ValueError naming the field and the allowed values.
-
-Roles (`Options.fields_by_role()`):
-  workload     model, batch_size, lr
-  switch       setup, wrap_when, batch, log_ranks, num_workers, loss_accum,
-               find_unused_parameters, drop_heads, static_graph, schedule,
-               evaluation, train_mode_each_epoch, set_epoch, bucket_cap_mb,
-               gradient_as_bucket_view, amp, comm_dtype, pin_memory, persistent_workers
-  measurement  barrier_timing, steps_limit, seed
-Defined in notebook 01_case1_broken.
+Roles (`Options.fields_by_role()`): workload model, batch_size, lr; measurement barrier_timing,
+steps_limit, seed; every other field is a switch. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
@@ -27,7 +20,8 @@ from ...course.options import measurement, switch, workload
 
 @dataclasses.dataclass
 class Options(base.Options):
-    """Every setting the post, the answer and the fix disagree on. Defaults = the post."""
+    """Every setting the post, the answer and the fix disagree on. Defaults = the post.
+    Defined in notebook 01_case1_broken."""
     model: Literal["tiny", "m3ae"] = workload("tiny", "tiny (CPU) | m3ae (about M3AE's size)")
     batch_size: int = workload(8, "the config's batch size (the one-GPU run's)", min=1)
     lr: float = workload(2e-4, "peak learning rate of the one-GPU run", above=0)

@@ -166,8 +166,7 @@ def core_budget(cores: int, ranks: int, device_type: str, num_workers="cores",
       batch is loaded in the rank's own process: 2 ranks on 2 cores).
     An explicit `num_workers` (the post's 4, the answer's 8) is kept as
     given: the threads then yield to it, down to 1. `thread_cap` (the
-    OMP_NUM_THREADS the launcher set) lowers the threads further.
-    """
+    OMP_NUM_THREADS the launcher set) lowers the threads further. Defined in notebook 03_case1_beyond."""
     share = max(1, cores // max(1, ranks))
     if num_workers == "cores":
         if device_type == "cuda":

@@ -36,7 +36,7 @@ print(json.dumps(out))
 
 def run_without_launcher() -> list[dict]:
     """Run the post's first lines in a fresh `python` with LOCAL_RANK unset (no
-    launcher); return each attempt's real exception type and message."""
+    launcher); return each attempt's real exception type and message. Defined in notebook 01_case1_broken."""
     env = {k: v for k, v in os.environ.items() if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
     proc = subprocess.run([sys.executable, "-c", _WITHOUT_LAUNCHER], capture_output=True,
                           text=True, env=env, timeout=120)

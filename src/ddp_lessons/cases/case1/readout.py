@@ -10,13 +10,15 @@ from ...tool.timing import median_step
 
 
 def by_run(results: list[list[dict]]) -> list[list[dict]]:
-    """Turn launch(train_many, ...)'s per-rank lists into per-run lists of ranks."""
+    """Turn launch(train_many, ...)'s per-rank lists into per-run lists of ranks.
+    Defined in notebook 02_case1_answer."""
     return [list(ranks) for ranks in zip(*results, strict=True)]
 
 
 def per_rank(results: list[dict], skip: int = 2) -> list[dict]:
     """One row per rank: samples, steps, all-reduce calls and bytes per step,
-    median step time and its parts (s), epoch times (s). For tables and checks."""
+    median step time and its parts (s), epoch times (s). For tables and checks.
+    Defined in notebook 01_case1_broken."""
     rows = []
     for r in results:
         steps = r["timer"]["steps"]

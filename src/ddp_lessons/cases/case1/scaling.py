@@ -21,7 +21,8 @@ SHORT = dict(steps_limit=8, evaluation="none", num_workers=0)  # 6 steps after t
 
 def rounds(options: Options, backend: str, n: int = 5, **short) -> dict:
     """`n` interleaved rounds of `options` (shortened by SHORT, or `short`) on 1 and 2 workers:
-    {"1 worker": [median step s per round], "2 workers": [...], "batch": (per-rank batch on 1, on 2)}."""
+    {"1 worker": [median step s per round], "2 workers": [...], "batch": (per-rank batch on 1, on 2)}.
+    Defined in notebook 01_case1_broken."""
     o = options.replace(**{**SHORT, **short})
     out, batch = {"1 worker": [], "2 workers": []}, {}
     for order in interleave(["1 worker", "2 workers"], n):
@@ -34,6 +35,7 @@ def rounds(options: Options, backend: str, n: int = 5, **short) -> dict:
 
 
 def efficiency(r: dict) -> list[float]:
-    """Per round: 2-worker throughput over twice the 1-worker throughput (1.0: perfect scaling)."""
+    """Per round: 2-worker throughput over twice the 1-worker throughput (1.0: perfect scaling).
+    Defined in notebook 03_case1_beyond."""
     b1, b2 = r["batch"]
     return [(2 * b2 / t2) / (2 * b1 / t1) for t1, t2 in zip(r["1 worker"], r["2 workers"], strict=True)]

@@ -6,9 +6,7 @@ JPEG images that must be decoded and transformed, question token ids in
 RoBERTa's id range, multi-hot answer labels with scores, OPEN/CLOSED answer
 types. What the loader costs per sample is what matters for the lessons, not
 what the pictures show; still, answers follow from the drawn image, so a model
-can learn something. On disk: images/synpicNNNNN.jpg, train.json and
-test.json (the entries), answers.json (label -> answer), manifest.json (the
-parameters and a sha256 per file). Defined in notebook 01_case1_broken.
+can learn something. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
@@ -162,8 +160,10 @@ def make_vqa_dataset(root, n_images: int = 315, n_qa: int = 3515, image_size: in
     Returns a summary dict: root, created (False when an identical dataset was
     found), the parameters, n_train, n_test, num_answers, bytes, image_bytes.
     The same parameters give byte-identical files. `answer_vocab` is the number
-    of distinct answers (M3AE's VQA-RAD vocabulary has about 458).
-    Defined in notebook 01_case1_broken.
+    of distinct answers (M3AE's VQA-RAD vocabulary has about 458). On disk:
+    images/synpicNNNNN.jpg, train.json and test.json (the entries), answers.json
+    (label -> answer), manifest.json (the parameters and a sha256 per file).
+    Defined in notebook 03_case1_beyond.
     """
     if answer_vocab <= len(FIXED_ANSWERS):
         raise ValueError(f"answer_vocab must exceed {len(FIXED_ANSWERS)}")
@@ -204,7 +204,8 @@ TINY_DATA = dict(n_images=64, n_qa=400, image_size=64)
 
 
 def tiny_dataset(root=None) -> dict:
-    """Make (once) the CPU default dataset in data/vqa_tiny; returns make_vqa_dataset's summary."""
+    """Make (once) the CPU default dataset in data/vqa_tiny; returns make_vqa_dataset's summary.
+    Defined in notebook 01_case1_broken."""
     return make_vqa_dataset(root or DATA_DIR / "vqa_tiny", **TINY_DATA)
 
 

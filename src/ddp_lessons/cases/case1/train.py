@@ -124,7 +124,7 @@ def result(o: Options, plan: Plan, timer: StepTimer, trace: Trace) -> dict:
 
 def train_many(option_list, data_root=None, epochs: int = 1) -> list[dict]:
     """Worker: `train` once per options, one after the other, in the same
-    process group: a sweep without paying a launch per setting."""
+    process group: a sweep without paying a launch per setting. Defined in notebook 02_case1_answer."""
     out = []
     for o in option_list:
         out.append(train(o, data_root, epochs, keep_qids=False))
@@ -141,7 +141,7 @@ def evaluate_worker(options, data_root=None, distributed: bool = True, sampler: 
     with repeats to a multiple of the ranks); `limit`: only the first `limit`
     test questions; `fixture`: the model always gives the most frequent
     training answer (`always_answer_most_frequent`). Notebook 02_case1_answer
-    compares single and distributed counts."""
+    compares single and distributed counts. Defined in notebook 02_case1_answer."""
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler={sampler!r}: use one of {SAMPLERS}")
     o = options if isinstance(options, Options) else Options(**options)

@@ -1,18 +1,9 @@
 """Is the model too simple? A break-even predictor for case 2, from measured costs.
 
-One epoch on n workers, each with `ceil(size / n)` samples in
-`steps = ceil(ceil(size / n) / batch)` micro-steps, costs
-
-    epoch_fixed + steps * (step_fixed + compute(batch, params) * slowdown(n)
-                           + allreduce(4 * params bytes) / accumulate)
-    + (validation: val_steps * (step_fixed + compute / 3))
-
-and the run adds `startup(n)` once (process start, rendezvous, Lightning's
-setup). `compute` is `c0 + k * batch * params` (fitted to measured steps),
-the all-reduce is `allreduce.predict_time` of a measured latency/bandwidth fit.
-DDP divides the steps by n but adds an all-reduce to every synchronised step:
-it wins once the compute it saves outweighs what it adds.
-Defined in notebook 06_case2_breakeven.
+`predict` gives a run's wall time by part from `Costs` (its docstring has the formula); `speedup`,
+`breakeven` and `table` compare n workers with one. DDP divides the steps by n but adds an all-reduce
+to every synchronised step: it wins once the compute it saves outweighs what it adds. `StepModel` asks
+the same of N GPUs against the fastest one-GPU step. Defined in notebook 06_case2_breakeven.
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from .model import param_count
 
 @dataclasses.dataclass
 class Costs:
-    """Measured costs the predictor works from (seconds; bandwidth in B/s)."""
+    """Measured costs the predictor works from (seconds; bandwidth in B/s). Defined in notebook 06_case2_breakeven."""
     c0: float                  # compute of one micro-step at zero size
     k: float                   # compute seconds per (sample x parameter)
     step_fixed: float = 0.0    # per micro-step, size-independent (framework, logging, NVML)
@@ -43,7 +34,8 @@ class Costs:
 
 
 def fit_compute(points) -> tuple[float, float]:
-    """Least squares of compute = c0 + k * batch * params over (batch, params, seconds)."""
+    """Least squares of compute = c0 + k * batch * params over (batch, params, seconds).
+    Defined in notebook 06_case2_breakeven."""
     xs = [b * p for b, p, _ in points]
     ys = [t for _, _, t in points]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -55,7 +47,19 @@ def fit_compute(points) -> tuple[float, float]:
 
 def predict(costs: Costs, width=256, depth=3, batch=256, size=5000, epochs=1,
             world_size=1, accumulate=1, validate=False) -> dict:
-    """Predicted wall time of `epochs` epochs on `world_size` workers, by part."""
+    """Predicted wall time of `epochs` epochs on `world_size` workers, by part.
+
+    One epoch on n workers, each with `ceil(size / n)` samples in
+    `steps = ceil(ceil(size / n) / batch)` micro-steps, costs
+
+        epoch_fixed + steps * (step_fixed + compute(batch, params) * slowdown(n)
+                               + allreduce(4 * params bytes) / accumulate)
+        + (validation: val_steps * (step_fixed + compute / 3))
+
+    and the run adds `startup(n)` once (process start, rendezvous, Lightning's
+    setup). `compute` is `c0 + k * batch * params` (fitted to measured steps),
+    the all-reduce is `allreduce.predict_time` of a measured latency/bandwidth fit.
+    Defined in notebook 06_case2_breakeven."""
     n = world_size
     params = param_count(width, depth)
     steps = math.ceil(math.ceil(size / n) / batch)
@@ -72,7 +76,8 @@ def predict(costs: Costs, width=256, depth=3, batch=256, size=5000, epochs=1,
 
 
 def speedup(costs: Costs, world_size=3, **kw) -> float:
-    """Predicted time on 1 worker over time on `world_size` (> 1: DDP wins)."""
+    """Predicted time on 1 worker over time on `world_size` (> 1: DDP wins).
+    Defined in notebook 06_case2_breakeven."""
     return predict(costs, world_size=1, **kw)["total"] / predict(costs, world_size=world_size, **kw)["total"]
 
 
@@ -113,8 +118,7 @@ class StepModel:
       the share `exposed` is not hidden behind backward;
     - left out: start-up (process start, rendezvous), paid by the n GPUs only, and
       validation, logging and data loading, paid per step or per sample, of which
-      each of n GPUs pays 1/n: the model is no bound in either direction.
-    """
+      each of n GPUs pays 1/n: the model is no bound in either direction. Defined in notebook 06_case2_breakeven."""
     one: float
     ddp: float
     k: float
@@ -146,14 +150,14 @@ class StepModel:
 
 def k_from_sweep(rows) -> float:
     """GPU seconds per (sample x parameter) at the sweep's widest model, where the
-    step is compute-bound (narrower ones sit on the launch floor)."""
+    step is compute-bound (narrower ones sit on the launch floor). Defined in notebook 06_case2_breakeven."""
     top = max(rows, key=lambda r: r["params"])
     return top["compute"] / (top["batch"] * top["params"])
 
 
 def sensitivity(model: StepModel, n: int, widths, latencies, busbws, exposed=(1.0, 0.0)) -> list[dict]:
     """Break-even width and the speedup at `widths[0]` for every combination of
-    all-reduce latency, bus bandwidth and exposed share."""
+    all-reduce latency, bus bandwidth and exposed share. Defined in notebook 06_case2_breakeven."""
     rows = []
     for lat in latencies:
         for bw in busbws:
@@ -166,7 +170,8 @@ def sensitivity(model: StepModel, n: int, widths, latencies, busbws, exposed=(1.
 
 def recorded_medians(results: dict, name: str) -> list:
     """Per-round median step times (s) of `name` in a pairs record's results
-    (`runs` rows) or a levers record's (`levers[name]['rounds']`); None for a missed round."""
+    (`runs` rows) or a levers record's (`levers[name]['rounds']`); None for a missed round.
+    Defined in notebook 06_case2_breakeven."""
     if "levers" in results:
         rows = results["levers"].get(name, {}).get("rounds", [])
     else:
@@ -178,5 +183,6 @@ def recorded_medians(results: dict, name: str) -> list:
 def core_share(ranks: int, cores: int, threads: int) -> float:
     """Compute slowdown of each of `ranks` workers with `threads` threads each on
     `cores` cores, against one process with `threads` threads: 1 while every
-    thread has a core of its own, else the oversubscription ranks * threads / cores."""
+    thread has a core of its own, else the oversubscription ranks * threads / cores.
+    Defined in notebook 06_case2_breakeven."""
     return max(1.0, ranks * threads / cores)

@@ -1,15 +1,11 @@
 """The all-reduce as the timing hook sees it, read per rank (notebook 05).
 
-The hook's interval on a rank runs from the moment DDP hands it the bucket (this
-rank's gradients are ready) to the moment the all-reduce has completed. It
-includes the transfer (the wire), waiting for the slowest peer to hand over
-its own bucket (on 2 cores with 3 ranks one rank is always descheduled), and
-queueing behind earlier buckets (none here: 0.54 MB fits one bucket). The
-ranks finish an all-reduce together, so per step the rank that handed over
-last has the shortest interval, an upper bound on the wire time inside
-training, and the rank that handed over first the longest: the wire plus
-the wait for the last peer.
-Defined in notebook 05_case2_where_time_goes.
+The hook's interval on a rank runs from the moment DDP hands it the bucket (this rank's gradients are
+ready) to the moment the all-reduce has completed: the transfer (the wire), waiting for the slowest
+peer to hand over its own bucket, and queueing behind earlier buckets. The ranks finish an all-reduce
+together, so per step the rank that handed over last has the shortest interval, an upper bound on the
+wire time inside training, and the rank that handed over first the longest: the wire plus the wait for
+the last peer. Defined in notebook 05_case2_where_time_goes.
 """
 
 from __future__ import annotations
@@ -28,7 +24,8 @@ def per_rank(ranks_times: list[dict], skip: int = 2) -> dict:
     across ranks: the min and max of those medians; per step, the shortest
     interval over the ranks (an upper bound on the wire time) and the longest
     (the first rank to hand over: wire plus the wait for the last), with their
-    medians. Seconds. Steps are matched by index: every rank runs the same steps."""
+    medians. Seconds. Steps are matched by index: every rank runs the same steps.
+    Defined in notebook 05_case2_where_time_goes."""
     rows = []
     for t in ranks_times:
         v = [x for _, x in synced(t, skip)]
@@ -42,6 +39,8 @@ def per_rank(ranks_times: list[dict], skip: int = 2) -> dict:
         for i, x in synced(t, skip):
             by_step.setdefault(i, []).append(x)
     full = [v for v in by_step.values() if len(v) == len(ranks_times)]
+    # The longest holds a wait (on 2 cores with 3 ranks one rank is always descheduled); neither holds
+    # queueing behind earlier buckets (case 2's 0.54 MB fits one bucket).
     shortest, longest = [min(v) for v in full], [max(v) for v in full]
     medians = [r["median"] for r in rows]
     return {"ranks": rows, "median_min": min(medians), "median_max": max(medians),
@@ -51,12 +50,13 @@ def per_rank(ranks_times: list[dict], skip: int = 2) -> dict:
 
 
 def per_epoch(ranks_times: list[dict]) -> list[float]:
-    """Per rank: the hook's total time per epoch (every step, warm-up included)."""
+    """Per rank: the hook's total time per epoch (every step, warm-up included).
+    Defined in notebook 05_case2_where_time_goes."""
     return [sum(s["allreduce"] for s in t["steps"]) / max(1, len(t["epochs"])) for t in ranks_times]
 
 
 def table(read: dict) -> str:
-    """The per-rank reading as lines of text (milliseconds)."""
+    """The per-rank reading as lines of text (milliseconds). Defined in notebook 05_case2_where_time_goes."""
     lines = [f"rank {r['rank']}: median {r['median'] * 1e3:6.2f} ms, min {r['min'] * 1e3:6.2f}, "
              f"max {r['max'] * 1e3:6.2f} over {r['n']} all-reduces" for r in read["ranks"]]
     lines.append(f"across ranks, the medians span {read['median_min'] * 1e3:.2f} .. "

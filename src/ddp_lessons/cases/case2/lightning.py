@@ -1,20 +1,11 @@
 """Case 2: the posted Lightning test, rebuilt, with a named option for every fix.
 
-`Options()` is the test as posted (batch 256, 5,000 samples drawn with
-`torch.randn` in `__getitem__`, validation over all of them every epoch,
-`self.log` every step, NVML init/query/shutdown in every step,
-`accumulate_grad_batches=3`); `Options.fixed()` switches each of those off
-one by one, by name. The posted `WandbLogger` is replaced by `MemoryLogger`,
-an offline logger that keeps the metrics in memory and counts its calls.
-
-Three ways to run it:
-- `fit_here(opts, devices=1)`: in this process (devices=1), or with
-  `strategy='ddp_notebook'` (Lightning forks the workers itself);
-  `fit_one(opts, where)` fits on one device and leaves this process fork-safe;
-- `fit_worker(opts)`: a worker for `ddp_lessons.launch`; the launcher starts
-  the processes and initialises torch.distributed, Lightning reuses it;
-- `python -m ddp_lessons case2 ...` (see `cli_command`).
-Defined in notebook 04_case2_lightning.
+`Options()` is the test as posted (batch 256, 5,000 samples drawn with `torch.randn` in `__getitem__`,
+validation over all of them every epoch, `self.log` every step, NVML init/query/shutdown in every step,
+`accumulate_grad_batches=3`); `Options.fixed()` switches each of those off one by one, by name. The
+posted `WandbLogger` is replaced by `memory_logger()`. Three ways to run it: `fit_here` / `fit_one` (in
+this process, or with workers Lightning forks), `fit_worker` (a worker for `ddp_lessons.launch`), and
+`python -m ddp_lessons case2 ...` (see `cli_command`). Defined in notebook 04_case2_lightning.
 """
 
 from __future__ import annotations
@@ -87,7 +78,8 @@ def _module_classes():
 
 
 def memory_logger():
-    """An offline stand-in for the post's WandbLogger: metrics kept in a list."""
+    """An offline stand-in for the post's WandbLogger: metrics kept in memory, a row per call
+    (so it counts its calls)."""
     from pytorch_lightning.loggers import Logger
 
     class MemoryLogger(Logger):
@@ -155,7 +147,7 @@ def _fit(opts, trainer, timed):
 def fit_here(opts: Options, devices: int = 1, strategy="auto", accelerator="cpu", timed: bool = True):
     """Fit in this process (devices=1) or with a strategy that starts workers
     itself ('ddp_notebook': Lightning forks them). Returns wall time, counts and
-    (timed, in this process only) the callback's per-step numbers."""
+    (timed, in this process only) the callback's per-step numbers. Defined in notebook 04_case2_lightning."""
     from .lightning_timer import StepTimerCallback
     cb = StepTimerCallback("cuda" if accelerator == "gpu" else "cpu") if timed else None
     with quiet():
@@ -172,8 +164,7 @@ def fit_one(opts: Options, where, timed: bool = False) -> dict:
     state around every stage wherever CUDA is available, a CPU fit included
     (`isolate_rng`), and that initialises CUDA in this process; every worker
     forked after it (`ddp_notebook`'s) then fails with "Cannot re-initialize
-    CUDA in forked subprocess" (seen on an H200 with the fit on the CPU).
-    """
+    CUDA in forked subprocess" (seen on an H200 with the fit on the CPU). Defined in notebook 04_case2_lightning."""
     if where.gpus_visible == 0:
         return fit_here(opts, devices=1, accelerator=where.accelerator, timed=timed)
     from ...tool.launcher import launch  # the launcher is needed only on a GPU machine
@@ -190,7 +181,7 @@ def fit_worker(opts: Options, accelerator: str | None = None, timed: bool = True
     process, and the already-initialised group is reused, not created again.
     `accelerator`: None follows the process group (gpu under NCCL, cpu under
     gloo); one that contradicts it is refused (ValueError), not run elsewhere.
-    """
+    Defined in notebook 04_case2_lightning."""
     import torch.distributed as dist
 
     accelerator = runtime.accelerator(accelerator)  # before Lightning's import: refuse at once

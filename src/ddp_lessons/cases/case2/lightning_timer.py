@@ -1,17 +1,9 @@
 """Where a Lightning step's time goes, measured inside the Trainer (case 2).
 
-- `LightningStepTimer`: a `StepTimer` whose steps are opened and closed by
-  Lightning's hooks instead of a hand-written loop;
-- `StepTimerCallback`: the Callback that does it, per micro-step: forward
-  (`training_step`: the model, the loss, `self.log`, NVML when on), backward
-  (with the all-reduce on a step that syncs), optimizer, and the gap between
-  two batches (fetching the batch, Lightning's loop); per epoch: the training
-  pass, the validation pass, and the time from `fit` to the first batch;
-- `TimedDDPStrategy`: `DDPStrategy` that registers the comm hook on any device.
-  Lightning 2.6 registers `ddp_comm_hook` only when the root device is CUDA
-  (`DDPStrategy._register_ddp_hooks`); on CPUs with gloo the hook would be
-  silently dropped and no all-reduce would be timed.
-Defined in notebook 05_case2_where_time_goes.
+`LightningStepTimer`: a `StepTimer` whose steps are opened and closed by Lightning's hooks instead
+of a hand-written loop; `StepTimerCallback`: the Callback that does it, per micro-step and per epoch;
+`TimedDDPStrategy` (made by `timed_strategy`): `DDPStrategy` that registers the comm hook on any
+device. Defined in notebook 05_case2_where_time_goes.
 """
 
 from __future__ import annotations
@@ -48,6 +40,10 @@ class LightningStepTimer(StepTimer):
 
 class StepTimerCallback(pl.Callback):
     """Records every micro-step and epoch of `trainer.fit`; read `.result()` after.
+    Per micro-step: forward (`training_step`: the model, the loss, `self.log`, NVML when on),
+    backward (with the all-reduce on a step that syncs), optimizer, and the gap between two
+    batches (fetching the batch, Lightning's loop); per epoch: the training pass, the
+    validation pass, and the time from `fit` to the first batch.
     `hook`, `state`: the communication hook that sends (None: DDP's all-reduce),
     wrapped by the timer; pass the callback to `timed_strategy` to register it."""
 
@@ -113,7 +109,9 @@ class StepTimerCallback(pl.Callback):
 
 
 class TimedDDPStrategy(DDPStrategy):
-    """DDPStrategy that registers `ddp_comm_hook` on CPUs too (see module docstring)."""
+    """DDPStrategy that registers `ddp_comm_hook` on CPUs too. Lightning 2.6 registers it only
+    when the root device is CUDA (`DDPStrategy._register_ddp_hooks`); on CPUs with gloo the hook
+    would be silently dropped and no all-reduce would be timed."""
 
     def _register_ddp_hooks(self) -> None:
         if self._ddp_comm_hook is not None and self.root_device.type != "cuda":

@@ -23,7 +23,7 @@ def mlp(width: int = 256, depth: int = 3) -> nn.Sequential:
 
 
 def param_count(width: int = 256, depth: int = 3) -> int:
-    """Parameters of `mlp(width, depth)`: 134,657 for the post's model."""
+    """Parameters of `mlp(width, depth)`: 134,657 for the post's model. Defined in notebook 04_case2_lightning."""
     return (D_IN + 1) * width + (depth - 1) * (width + 1) * width + width + 1
 
 

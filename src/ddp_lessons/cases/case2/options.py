@@ -3,12 +3,9 @@ posted script's; `Options.fixed()` switches each fix on by name. Every choice
 is checked when set: `Options(nvml="never")` raises ValueError naming the field
 and the allowed values.
 
-Roles (`Options.fields_by_role()`):
-  workload     batch_size, size, epochs, width, depth, lr
-  switch       accumulate, randn_in_getitem, fix_loss_shape, nvml,
-               log_every_step, log_every, val_every
-  measurement  val_batches, train_batches, seed
-Defined in notebook 04_case2_lightning.
+Roles (`Options.fields_by_role()`): workload batch_size, size, epochs, width, depth, lr; switch
+accumulate, randn_in_getitem, fix_loss_shape, nvml, log_every_step, log_every, val_every;
+measurement val_batches, train_batches, seed. Defined in notebook 04_case2_lightning.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from ...course.options import measurement, switch, workload
 
 @dataclasses.dataclass
 class Options(base.Options):
-    """One run of the case-2 test. The defaults are the posted script's."""
+    """One run of the case-2 test. The defaults are the posted script's. Defined in notebook 04_case2_lightning."""
     batch_size: int = workload(256, min=1)
     size: int = workload(5000, "samples in the dataset", min=1)
     epochs: int = workload(200, min=1)

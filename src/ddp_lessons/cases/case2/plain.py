@@ -27,8 +27,7 @@ def fit(opts, accelerator: str | None = None, steps: int | None = None) -> dict:
     `case2.fit_here(opts)`: what is left of the difference per step is
     Lightning's own work. Returns wall time, counts and per-step times.
     `accelerator`: as a worker, None follows the process group and one that
-    contradicts it is refused (ValueError); alone, None means the CPU.
-    """
+    contradicts it is refused (ValueError); alone, None means the CPU. Defined in notebook 06_case2_breakeven."""
     import torch.distributed as dist
     from torch.utils.data import DataLoader, DistributedSampler
 
@@ -68,7 +67,8 @@ def fit(opts, accelerator: str | None = None, steps: int | None = None) -> dict:
 
 
 def compute_sweep(opts: Options, widths, accelerator: str | None = None, steps=30) -> list[dict]:
-    """Plain-loop median step time (forward+backward+optimizer) at each width."""
+    """Plain-loop median step time (forward+backward+optimizer) at each width.
+    Defined in notebook 06_case2_breakeven."""
     rows = []
     for w in widths:
         m = median_step(fit(opts.replace(width=w), accelerator, steps)["timer"], skip=5)

@@ -41,7 +41,8 @@ def one_vs_forked(opts, where, rounds: int = 6) -> dict:
     `where.world_size` workers 'forked' by Lightning's `ddp_notebook`. Both
     include building the Trainer and Lightning's setup; the forked run also
     forks, joins a process group and tears it down (so does 'one' on a GPU
-    machine, with one process); neither starts a Python or imports anything."""
+    machine, with one process); neither starts a Python or imports anything.
+    Defined in notebook 04_case2_lightning."""
     def one():
         return _wall(fit_one, opts, where)
 
@@ -67,7 +68,7 @@ def randn_vs_tensors(opts, rounds: int = 5, passes: int = 9) -> dict:
     passes, the two setups' passes alternating inside the round, so that a
     busy moment of the machine (a pass takes tens of ms) hits both alike. The
     median, not the best: single passes of either setup sometimes run far
-    faster or slower than the rest (seen on two shared cores)."""
+    faster or slower than the rest (seen on two shared cores). Defined in notebook 05_case2_where_time_goes."""
     posted, made = opts.replace(randn_in_getitem=True), opts.replace(randn_in_getitem=False)
 
     def one_round():
@@ -82,7 +83,8 @@ def log_every_vs_rare(opts, accelerator: str = "cpu", rounds: int = 7) -> dict:
     this process per round: self.log on 'every' step and every 50th ('rare').
     The fastest, not the median: a step of ~2 ms either runs whole or loses its
     core, and beside busy processes a fit's median moved by up to 3x from round to
-    round (per-round ratios 0.03-2.9 at load 4) while its fastest step held (0.5-0.84)."""
+    round (per-round ratios 0.03-2.9 at load 4) while its fastest step held (0.5-0.84).
+    Defined in notebook 05_case2_where_time_goes."""
     def step(o):
         return min(s["forward"] for s in fit_here(o, accelerator=accelerator)["timer"]["steps"][2:])
     return _rounds({"every": lambda: step(opts.replace(log_every_step=True)),

@@ -19,7 +19,7 @@ def latency_bound(best: dict, small: int = 4096, factor: int = 16, limit: float 
     """Small messages cost about the latency: `factor` times the bytes of a
     `small` message costs less than `limit` times its time. Decided on each
     size's best iteration (on two shared cores a rank that loses its core
-    waits a scheduler tick, ~4 ms, which the medians of small sizes carry)."""
+    waits a scheduler tick, ~4 ms, which the medians of small sizes carry). Defined in notebook 00_first_launch."""
     r = best[small * factor] / best[small]
     return V.interval(f"{small * factor // 1024} KiB costs less than {limit:g}x the time of {small // 1024} KiB "
                       f"({factor}x the bytes): latency-bound", r, r, side="<", limit=limit,
@@ -32,7 +32,7 @@ def bandwidth_bound(best: dict, limit: float = 2.0, factor: int = 4) -> V.Verdic
     one of 1/`factor` its size (pure bandwidth gives `factor`, pure latency 1), each size's
     best iteration. Four times the bytes, not two: a single doubling (16 against 8 MiB)
     came out under 1.5 in a CI run when one size was disturbed for all its iterations,
-    and even the median of three doublings came within 10% of 1.5 at load 4."""
+    and even the median of three doublings came within 10% of 1.5 at load 4. Defined in notebook 00_first_launch."""
     largest = max(best)
     if largest // factor not in best:
         raise ValueError(f"bandwidth_bound needs a size of 1/{factor} of the largest ({largest // factor} B)")
@@ -55,7 +55,7 @@ def delay_seen(base_steps: list, slow_steps: list, delay_s: float, calls: int, t
     """A known delay of `delay_s` per all-reduce call (`calls` per step) is
     found where it was put and nowhere else: the timer's all-reduce AND the
     step's wall time (host clock, not the hook's) both moved by delay x calls
-    within +-`tol`. Steps: the timer's per-step dicts after warm-up."""
+    within +-`tol`. Steps: the timer's per-step dicts after warm-up. Defined in notebook 00_first_launch."""
     want = delay_s * calls
     parts = []
     for key, name in (("allreduce", "timer's all-reduce"), ("step_time", "step wall time")):
@@ -73,7 +73,7 @@ def agrees_with_ddp(ours: list, theirs: list, rel: float = 0.25, abs_s: float = 
     """StepTimer's exposed time agrees with DDP's own logging: the medians
     differ by less than `rel` of DDP's plus `abs_s` (two clocks on a noisy
     host). Fails when they differ by more than twice that; in between, not
-    resolvable."""
+    resolvable. Defined in notebook 00_first_launch."""
     a, b = statistics.median(ours), statistics.median(theirs)
     bound = rel * b + abs_s
     d = abs(a - b)
@@ -88,7 +88,7 @@ def agrees_with_ddp(ours: list, theirs: list, rel: float = 0.25, abs_s: float = 
 def overhead_paired(times: dict, mode: str, base: str = "off", budget: float = 0.01) -> V.Verdict:
     """From an overhead record's per-round times (`times[mode][i]`, round i
     of every mode run back to back): the timer in `mode` costs less than
-    `budget` of the step, in every round."""
+    `budget` of the step, in every round. Defined in notebook 00_first_launch."""
     ratios = [m / b - 1 for m, b in zip(times[mode], times[base], strict=True)]
     return V.repeats(f"timing in mode '{mode}' costs less than {budget:.0%} of the step", ratios, side="<",
                      limit=budget, what=f"{mode}/{base} - 1 per round",
@@ -97,7 +97,7 @@ def overhead_paired(times: dict, mode: str, base: str = "off", budget: float = 0
 
 def timer_budget(row: dict, budget: float = BUDGET) -> V.Verdict:
     """A timer-validation row (`intro.timer_check.validation_summary`): the mode's
-    paired overhead over the rounds, min .. max, against the 5% budget."""
+    paired overhead over the rounds, min .. max, against the 5% budget. Defined in notebook 00_first_launch."""
     claim = (f"StepTimer mode '{row['mode']}' costs at most {budget:.0%} per step against DDP's own "
              f"all-reduce ({row['run']} run, {row['ms_per_step']:.2f} ms steps)")
     if row.get("rounds", 0) < 3:

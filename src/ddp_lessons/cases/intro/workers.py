@@ -20,7 +20,7 @@ from ...tool.timing import StepTimer, ddp_logging_times
 
 
 def hello() -> dict:
-    """Each rank all-reduces its rank + 1 and says what it sees."""
+    """Each rank all-reduces its rank + 1 and says what it sees. Defined in notebook 00_first_launch."""
     t = torch.tensor([float(dist.get_rank() + 1)], device=runtime.device())  # NCCL needs GPU tensors
     dist.all_reduce(t)  # sum over ranks: 1 + 2 + ... + world_size
     return {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
@@ -31,7 +31,7 @@ def hello() -> dict:
 
 def fail_on(rank: int, how: str = "raise") -> None:
     """Make rank `rank` fail (`raise`, `exit`, `kill`, or `skip` an all-reduce);
-    the other ranks go on to an all-reduce that then loses its partner."""
+    the other ranks go on to an all-reduce that then loses its partner. Defined in notebook 00_first_launch."""
     if dist.get_rank() == rank:
         if how == "raise":
             raise ValueError(f"rank {rank} cannot read its shard")
@@ -56,7 +56,7 @@ def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64
     `comm_dtype`: all-reduce in torch.float16 / torch.bfloat16 (`hooks.compression_hook`).
     Both are sent whether timed or not.
     `ddp_logging=True` also returns DDP's own timings of every step, to cross-check.
-    """
+    Defined in notebook 00_first_launch."""
     torch.manual_seed(seed)  # same initial weights on every rank (DDP also broadcasts)
     dev = runtime.device()
     model = wrap_ddp(mlp(width, depth).to(dev), dev, bucket_cap_mb=bucket_cap_mb)

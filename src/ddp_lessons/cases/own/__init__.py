@@ -1,13 +1,14 @@
-"""Notebook 07's workload, a learner's own run that is neither case: a
-half-width ResNet-18-like CNN on CIFAR-shaped synthetic data, with the habits
-a new user brings, and the fixes as options.
+"""Notebook 07's workload: a learner's own run that is neither case.
 
-model · data · options (the habits and the fixes) · setup (options -> one
+A half-width ResNet-18-like CNN on CIFAR-shaped synthetic data, with the
+habits a new user brings, and the fixes as options:
+
+model · data · options (the habits and the fixes) · plan (options -> one
 rank's objects) · train (the timed loop; interleaved rounds) · trace
 (torch.profiler, exported for Perfetto and HTA) · cores (core budgeting) ·
-results (runs as numbers: times, costs by cause) · accumulate (no_sync) ·
+readout (runs as numbers: times, costs by cause) · accumulate (no_sync) ·
 unused (TORCH_DISTRIBUTED_DEBUG) · gpu (the recorded GPU run read back: NCCL
-lines, Holistic Trace Analysis) · claims · exercises.
+lines, Holistic Trace Analysis) · verdicts · exercises.
 """
 
 from .options import Options

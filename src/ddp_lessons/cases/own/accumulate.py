@@ -42,7 +42,7 @@ def accumulate(micro: int = 8, k: int = 4, d_in: int = 32, use_no_sync: bool = T
     """One optimizer step's gradients from `k` micro-batches of `micro` samples
     per rank, with or without `no_sync`; the all-reduces it took; and (rank 0)
     the largest difference from the gradient of one process on the whole
-    global batch (world x k x micro samples)."""
+    global batch (world x k x micro samples). Defined in notebook 07_diagnose_your_own_run."""
     rank, world = runtime.rank(), runtime.world_size()
     torch.manual_seed(seed)
     model = mlp(64, 2, d_in)

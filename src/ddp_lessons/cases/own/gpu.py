@@ -27,17 +27,20 @@ KINDS = (("transport to a peer", re.compile(r" via (P2P|SHM|NET)|P2P/IPC|P2P/CUM
 
 
 def folder(runs_dir=RUNS_DIR) -> Path:
+    """Defined in notebook 07_diagnose_your_own_run."""
     return Path(runs_dir) / RUN
 
 
 def load(runs_dir=RUNS_DIR) -> dict | None:
-    """The recorded GPU run, or None where it has not been recorded yet."""
+    """The recorded GPU run, or None where it has not been recorded yet.
+    Defined in notebook 07_diagnose_your_own_run."""
     path = folder(runs_dir) / "record.json"
     return records.load(path) if path.exists() else None
 
 
 def sort_nccl(lines: list[str]) -> dict[str, list[str]]:
-    """The lines grouped by what they are about (`KINDS`), the rest under 'other'."""
+    """The lines grouped by what they are about (`KINDS`), the rest under 'other'.
+    Defined in notebook 07_diagnose_your_own_run."""
     out = {k: [] for k, _ in KINDS} | {"other": []}
     for ln in lines:
         kind = next((k for k, rx in KINDS if rx.search(ln)), "other")
@@ -46,6 +49,7 @@ def sort_nccl(lines: list[str]) -> dict[str, list[str]]:
 
 
 def hta_available() -> bool:
+    """Defined in notebook 07_diagnose_your_own_run."""
     try:
         import hta  # noqa: F401
     except ImportError:
@@ -69,7 +73,8 @@ def _quiet():
 def hta_summary(trace_dir) -> dict:
     """HTA's temporal breakdown, idle time breakdown, kernel-type breakdown and
     communication/computation overlap, each as a list of row dicts (or the error
-    HTA raised for it: a trace without GPU kernels has nothing to break down)."""
+    HTA raised for it: a trace without GPU kernels has nothing to break down).
+    Defined in notebook 07_diagnose_your_own_run."""
     from hta.trace_analysis import TraceAnalysis
     out = {}
     with _quiet():

@@ -35,7 +35,8 @@ class BasicBlock(nn.Module):
 
 
 class SmallResNet(nn.Module):
-    """ResNet-18's layout at `width` channels in its first stage (64 in ResNet-18)."""
+    """ResNet-18's layout at `width` channels in its first stage (64 in ResNet-18).
+    Defined in notebook 07_diagnose_your_own_run."""
 
     def __init__(self, num_classes: int = 10, width: int = 32, with_unused_branch: bool = False):
         super().__init__()
@@ -56,4 +57,5 @@ class SmallResNet(nn.Module):
 
 
 def parameter_count(model: nn.Module) -> int:
+    """Defined in notebook 07_diagnose_your_own_run."""
     return sum(p.numel() for p in model.parameters())

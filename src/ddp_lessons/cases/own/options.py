@@ -19,7 +19,7 @@ from ...course.options import measurement, switch, workload
 
 @dataclasses.dataclass
 class Options(base.Options):
-    """The run of notebook 07. Defaults = the habits of a new user."""
+    """The run of notebook 07. Defaults = the habits of a new user. Defined in notebook 07_diagnose_your_own_run."""
     width: int = workload(32, "channels of the first stage (ResNet-18: 64; 32 = half width)", min=1)
     batch_size: int = workload(32, "per-rank batch", min=1)
     train_size: int = workload(512, "training samples (split among ranks)", min=1)

@@ -29,7 +29,7 @@ def run_time(ranks: list[dict]) -> float:
 
 def setups(rounds_result: dict) -> dict:
     """`train.rounds`' result as setup -> list (one per round) of per-rank numbers.
-    Under `launch`, pass the list of every rank's result."""
+    Under `launch`, pass the list of every rank's result. Defined in notebook 07_diagnose_your_own_run."""
     per_rank = rounds_result if isinstance(rounds_result, list) else [rounds_result]
     names = per_rank[0]["runs"]   # rank 0 takes part in every setup
     return {name: [[rank_numbers(rk["runs"][name][i]) for rk in per_rank if len(rk["runs"][name]) > i]
@@ -37,14 +37,15 @@ def setups(rounds_result: dict) -> dict:
 
 
 def times(rounds: list[list[dict]]) -> list[float]:
-    """Each round's run time."""
+    """Each round's run time. Defined in notebook 07_diagnose_your_own_run."""
     return [run_time(ranks) for ranks in rounds]
 
 
 def costs(ranks: list[dict], duplicated: bool) -> list[dict]:
     """Per rank, seconds each avoidable cost took in the run: evaluation done on
     every rank beyond its share (`eval_s * (1 - 1/world)`; 0 when the
-    evaluation is split), data wait, per-step logging, exposed all-reduce."""
+    evaluation is split), data wait, per-step logging, exposed all-reduce.
+    Defined in notebook 07_diagnose_your_own_run."""
     out = []
     for r in ranks:
         dup = r["eval_s"] * (1 - 1 / r["world_size"]) if duplicated else 0.0
@@ -54,7 +55,8 @@ def costs(ranks: list[dict], duplicated: bool) -> list[dict]:
 
 
 def ranked(costs_by_rank: list[dict]) -> list[tuple[str, float, float]]:
-    """Causes by their largest per-rank cost: (cause, min, max over ranks), largest first."""
+    """Causes by their largest per-rank cost: (cause, min, max over ranks), largest first.
+    Defined in notebook 07_diagnose_your_own_run."""
     causes = [k for k in costs_by_rank[0] if k != "rank"]
     rows = [(c, min(r[c] for r in costs_by_rank), max(r[c] for r in costs_by_rank)) for c in causes]
     return sorted(rows, key=lambda t: -t[2])
@@ -62,7 +64,8 @@ def ranked(costs_by_rank: list[dict]) -> list[tuple[str, float, float]]:
 
 def median_steps(rounds: list[list[dict]], raw_runs: list[dict]) -> list[float]:
     """Each round's median step time on rank 0, leaving out each epoch's first step
-    (it waits for the loader's start; the step after the first is DDP's bucket rebuild)."""
+    (it waits for the loader's start; the step after the first is DDP's bucket rebuild).
+    Defined in notebook 07_diagnose_your_own_run."""
     import statistics
     out = []
     for r in raw_runs[:len(rounds)]:

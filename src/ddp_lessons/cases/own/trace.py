@@ -46,7 +46,8 @@ def profile_steps(o: Options, trace_dir: str, wait: int = 1, warmup: int = 1, ac
                   top: int = 12) -> dict:
     """Profile wait + warmup + active training steps on this rank; write its
     trace into `trace_dir`; return the trace's path, its size, and the `top`
-    operators by self time (key_averages: name, calls, self CPU / device us)."""
+    operators by self time (key_averages: name, calls, self CPU / device us).
+    Defined in notebook 07_diagnose_your_own_run."""
     r = build(o)
     os.makedirs(trace_dir, exist_ok=True)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if r.device.type == "cuda" else [])

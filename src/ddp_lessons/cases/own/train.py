@@ -91,7 +91,7 @@ def rounds(setups: dict, n_rounds: int) -> dict:
     Options (on every rank) or (Options, k): on ranks 0 .. k-1 only, while the
     others wait, so one launch of 2 ranks times 1 rank against 2 in the same
     rounds. Returns name -> this rank's `train` result per round (a rank
-    outside a setup has none), and the order they ran in."""
+    outside a setup has none), and the order they ran in. Defined in notebook 07_diagnose_your_own_run."""
     setups = {k: v if isinstance(v, tuple) else (v, dist.get_world_size()) for k, v in setups.items()}
     # new_group is a collective of every rank, members or not: make each group once, up front.
     groups = {k: None if k == dist.get_world_size() else dist.new_group(list(range(k)))

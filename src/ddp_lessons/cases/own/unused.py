@@ -34,7 +34,8 @@ def _two_steps(width: int) -> str | None:
 
 
 def unused_parameter_errors(width: int = 8) -> dict:
-    """The error DDP raises for the unused head, at debug level OFF and at DETAIL."""
+    """The error DDP raises for the unused head, at debug level OFF and at DETAIL.
+    Defined in notebook 07_diagnose_your_own_run."""
     out = {}
     for level in ("OFF", "DETAIL"):
         os.environ["TORCH_DISTRIBUTED_DEBUG"] = level
@@ -46,7 +47,8 @@ def unused_parameter_errors(width: int = 8) -> dict:
 
 
 def unused_names(model: torch.nn.Module) -> list[str]:
-    """Parameters that get no gradient from one forward and backward pass (found by running it)."""
+    """Parameters that get no gradient from one forward and backward pass (found by running it).
+    Defined in notebook 07_diagnose_your_own_run."""
     x = torch.randn(2, 3, 32, 32)
     model.zero_grad(set_to_none=True)
     model(x).sum().backward()

@@ -11,27 +11,29 @@ from ...tool import verdict as v
 
 
 def same_order_each_epoch(orders: list[list[int]]) -> v.Verdict:
-    """Epoch 1 draws the same samples in the same order as epoch 0 (no `set_epoch`)."""
+    """Epoch 1 draws the same samples in the same order as epoch 0 (no `set_epoch`).
+    Defined in notebook 07_diagnose_your_own_run."""
     return v.exact("epoch 1 repeats epoch 0's sample order", orders[0] == orders[1], expected=True,
                    what="same order", numbers={"first indices": f"{orders[0][:4]} / {orders[1][:4]}"})
 
 
 def every_rank_evaluates_everything(samples_per_rank: list[int], test_size: int) -> v.Verdict:
-    """Each rank evaluates the whole test set (not its share)."""
+    """Each rank evaluates the whole test set (not its share). Defined in notebook 07_diagnose_your_own_run."""
     return v.exact("every rank evaluates the whole test set", min(samples_per_rank) == test_size,
                    expected=True, what="each rank saw every test sample",
                    numbers={"samples per rank": samples_per_rank, "test set": test_size})
 
 
 def evaluation_share_large(shares: list[float], limit: float = 0.2) -> v.Verdict:
-    """Evaluation takes more than `limit` of each rank's train + eval time (every rank, every round)."""
+    """Evaluation takes more than `limit` of each rank's train + eval time (every rank, every round).
+    Defined in notebook 07_diagnose_your_own_run."""
     return v.repeats(f"evaluation is over {limit:.0%} of each rank's epoch time", shares, side=">",
                      limit=limit, what="eval share per rank and round")
 
 
 def speedup_below(one: list[float], two: list[float], limit: float = 1.5) -> v.Verdict:
     """2 ranks are less than `limit` times as fast as 1, round by round
-    (`one[i]`, `two[i]`: round i's run times on 1 and on 2 ranks)."""
+    (`one[i]`, `two[i]`: round i's run times on 1 and on 2 ranks). Defined in notebook 07_diagnose_your_own_run."""
     return v.repeats(f"2 ranks are less than {limit} x as fast as 1", [a / b for a, b in zip(one, two, strict=True)],
                      side="<", limit=limit, what="speed-up 1 rank / 2 ranks per round")
 
@@ -39,7 +41,7 @@ def speedup_below(one: list[float], two: list[float], limit: float = 1.5) -> v.V
 def fix_is_faster(broken: list[float], fixed: list[float], world: int) -> v.Verdict:
     """The fixed setup's run takes less time than the broken one's, from the
     rounds' quartiles (`verdict.separated`: one disturbed round on a shared
-    machine does not decide it)."""
+    machine does not decide it). Defined in notebook 07_diagnose_your_own_run."""
     return v.separated(f"on {world} rank(s) the fixed setup takes less time than the broken one", broken, fixed,
                        faster="b", names=("broken", "fixed"))
 
@@ -47,14 +49,15 @@ def fix_is_faster(broken: list[float], fixed: list[float], world: int) -> v.Verd
 def evaluation_not_split(eval_1: list[float], eval_2: list[float], limit: float = 0.6) -> v.Verdict:
     """Round by round, each of 2 ranks spends over `limit` of the 1-rank evaluation
     time evaluating (split in two it would be about 0.5). `eval_2[i]`: round i's
-    evaluation times of the 2 ranks."""
+    evaluation times of the 2 ranks. Defined in notebook 07_diagnose_your_own_run."""
     ratios = [t / one for one, ranks in zip(eval_1, eval_2, strict=True) for t in ranks]
     return v.repeats(f"each of 2 ranks spends over {limit} x the 1-rank evaluation time", ratios,
                      side=">", limit=limit, what="eval per rank, 2 ranks / 1 rank, per round")
 
 
 def largest_cost(costs_by_round: list[list[dict]], cause: str) -> v.Verdict:
-    """`cause` costs more than every other measured cause together, on every rank of every round."""
+    """`cause` costs more than every other measured cause together, on every rank of every round.
+    Defined in notebook 07_diagnose_your_own_run."""
     ratios = [r[cause] / max(1e-12, sum(x for k, x in r.items() if k not in ("rank", cause)))
               for ranks in costs_by_round for r in ranks]
     return v.repeats(f"{cause} costs more than the other measured causes together", ratios, side=">",
@@ -62,50 +65,56 @@ def largest_cost(costs_by_round: list[list[dict]], cause: str) -> v.Verdict:
 
 
 def same_gradients(max_abs_diff: float, max_abs_grad: float, rel: float = 1e-5) -> v.Verdict:
-    """The accumulated gradients equal the large batch's (float rounding aside)."""
+    """The accumulated gradients equal the large batch's (float rounding aside).
+    Defined in notebook 07_diagnose_your_own_run."""
     return v.exact("accumulated gradients equal the large-batch gradients", max_abs_diff / max_abs_grad,
                    side="<", limit=rel, what="largest difference / largest gradient")
 
 
 def fewer_allreduces(with_no_sync: int, without: int) -> v.Verdict:
+    """Defined in notebook 07_diagnose_your_own_run."""
     return v.exact("no_sync sends fewer all-reduces per optimizer step", with_no_sync, side="<",
                    limit=without, what="all-reduce calls with no_sync", numbers={"without": str(without)})
 
 
 def names_parameters(message: str | None, names: list[str]) -> v.Verdict:
-    """The error message names every unused parameter."""
+    """The error message names every unused parameter. Defined in notebook 07_diagnose_your_own_run."""
     found = [n for n in names if message and n in message]
     return v.exact("the error names the unused parameters", len(found), expected=len(names),
                    what="names found", numbers={"unused": ", ".join(names)})
 
 
 def oversubscribed(load: dict) -> v.Verdict:
-    """More runnable threads and processes than cores: they take turns."""
+    """More runnable threads and processes than cores: they take turns.
+    Defined in notebook 07_diagnose_your_own_run."""
     return v.exact(f"{load['ranks']} ranks x ({load['threads']} threads + {load['workers']} workers) "
                    f"oversubscribe {load['cores']} cores", load["busy"], side=">", limit=load["cores"],
                    what="threads + workers")
 
 
 def no_peer_transport(lines: list[str], nranks: int) -> v.Verdict:
-    """No NCCL line names a transport to another GPU (`via P2P`, `via SHM`, `via NET`)."""
+    """No NCCL line names a transport to another GPU (`via P2P`, `via SHM`, `via NET`).
+    Defined in notebook 07_diagnose_your_own_run."""
     via = [ln for ln in lines if " via " in ln]
     return v.exact(f"at world size {nranks} NCCL sets up no transport between GPUs", len(via), expected=0,
                    what="lines naming a transport ('via ...')", numbers={"NCCL lines": str(len(lines))})
 
 
 def step_is_shorter(broken: list[float], fixed: list[float], where: str) -> v.Verdict:
-    """The fixed setup's median step is shorter than the broken one's, round by round."""
+    """The fixed setup's median step is shorter than the broken one's, round by round.
+    Defined in notebook 07_diagnose_your_own_run."""
     return v.paired(f"on {where} the fixed setup's median step is shorter than the broken one's", broken, fixed,
                     faster="b", names=("broken", "fixed"))
 
 
 def mostly_idle(idle_pct: float, limit: float = 50.0) -> v.Verdict:
-    """The GPU is idle for more than `limit` % of the traced steps (HTA's temporal breakdown)."""
+    """The GPU is idle for more than `limit` % of the traced steps (HTA's temporal breakdown).
+    Defined in notebook 07_diagnose_your_own_run."""
     return v.exact(f"the GPU is idle for over {limit:g}% of the traced steps", idle_pct, side=">", limit=limit,
                    what="idle time %")
 
 
 def coverage(accounts: list[dict]) -> list[float]:
     """Per account (one per rank and round): (steps + work outside them) / wall,
-    the share of the rank's time the timer's marks explain."""
+    the share of the rank's time the timer's marks explain. Defined in notebook 07_diagnose_your_own_run."""
     return [(a["steps"] + sum(a["outside"].values())) / a["wall"] for a in accounts if a["wall"] > 0]

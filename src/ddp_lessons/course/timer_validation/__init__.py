@@ -1,4 +1,7 @@
-"""The timer checked against other clocks, and what it costs (notebook 00 reads the records).
+"""The timer checked against other clocks, and what it costs.
+
+Notebook 00 reads the records these make (benchmarks/timer_validation.py,
+benchmarks/timing_overhead.py):
 
 overhead (benchmarks/timing_overhead.py's worker: one DDP loop, timed or
 not) ; bench (benchmarks/timer_validation.py's paired cost rounds) ; agree

@@ -1,18 +1,10 @@
 """The worker of benchmarks/timer_validation.py: what the timer costs, paired.
 
-Case 2's model and step (an MLP 10 -> 256 x3 -> 1, batch 256, Adam lr 0.01,
-MSE on random data made on the device once), under DDP, in every mode of
-`MODES`, round after round in rotated order inside one process, so drift hits
-every mode alike; each round's time of a mode is compared with the built-in
-all-reduce of the same round. Light-mode models use a process group of their
-own, because the light timer turns on collective timing for its model's group
-and that must not leak into the other modes. `timer_validate` runs it all,
-then `timer_agree` compares the timer with torch.profiler and measures the
-small costs (`micro`).
-
-Every mode of every round runs in try/except and rank 0 rewrites its partial
-results to `cfg["partial"]` after each round; no round starts after
-`cfg["deadline"]` (time.time(), agreed between ranks).
+Case 2's model and step (an MLP 10 -> 256 x3 -> 1, batch 256, Adam lr 0.01, MSE on random data made
+on the device once), under DDP, in every mode of `MODES`, round after round (`run_rounds`) inside one
+process; each round's time of a mode is compared with the built-in all-reduce of the same round.
+`timer_validate` runs it all, then `timer_agree` compares the timer with torch.profiler and measures
+the small costs (`micro`).
 """
 
 from __future__ import annotations
@@ -52,6 +44,8 @@ def build(mode, cfg, groups):
     """A fresh DDP model, its optimizer and (for timer modes) its timer."""
     dev = runtime.device()
     torch.manual_seed(0)
+    # a group of their own for light modes: the light timer turns on collective timing for its model's
+    # group, and that must not leak into the other modes
     pg = groups["timed"] if mode.startswith("light") else groups["plain"]
     model = wrap_ddp(mlp(cfg["width"], cfg["depth"], d_in=D_IN).to(dev), dev, process_group=pg)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -103,14 +97,17 @@ def agree_flag(flag: bool) -> bool:
 
 
 def run_rounds(cfg, data, groups, res) -> None:
-    """Rounds of every mode in rotated order; `res["rounds"]` grows as they finish."""
+    """Rounds of every mode in rotated order; `res["rounds"]` grows as they finish.
+    Every mode of every round runs in try/except and rank 0 rewrites its partial results to
+    `cfg["partial"]` after each round; no round starts after `cfg["deadline"]` (time.time(),
+    agreed between ranks)."""
     modes = list(cfg["modes"])
     for r in range(cfg["rounds"]):
         if not agree_flag(time.time() < cfg["deadline"]):
             res["notes"].append(f"stopped after {r} rounds: time budget reached")
             break
         row = {}
-        for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
+        for mode in modes[r % len(modes):] + modes[:r % len(modes)]:  # rotated: drift hits every mode alike
             try:
                 row[mode] = run_mode(mode, cfg, data, groups)
             except Exception as exc:  # noqa: BLE001 - recorded; the other modes go on

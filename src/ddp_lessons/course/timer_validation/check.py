@@ -63,7 +63,7 @@ def _pct(x):
 
 def validation_summary(record: dict) -> list:
     """Rows (dicts) to print: overhead per run and mode, profiler agreement,
-    flight-recorder probes, per-call costs."""
+    flight-recorder probes, per-call costs. Defined in notebook 00_first_launch."""
     res = record.get("results", record)
     rows = []
     for name, run in res.get("runs", {}).items():

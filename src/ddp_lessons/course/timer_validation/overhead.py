@@ -1,13 +1,6 @@
 """The worker of benchmarks/timing_overhead.py: one DDP loop, instrumented or not.
 
-Modes, all through the same loop:
-  off      StepTimer disabled: DDP's own (C++) all-reduce, no marks
-  phases   phase marks only (host clock or CUDA events), DDP's own all-reduce
-  light    phase marks, DDP's own all-reduce, its own timings read every step
-           (and the flight recorder on NCCL): StepTimer(mode="light")
-  py_hook  no marks, but DDP's stock Python `allreduce_hook` registered:
-           what any Python communication hook costs, timing or not
-  full     phase marks and the timing communication hook (around the same allreduce_hook)
+Every mode of `MODES` (each described there) runs through the same loop, `loop_seconds_per_step`.
 Kept in the package so the benchmark runs unchanged on a GPU machine and under torchrun.
 benchmarks/timer_validation.py measures the same on case 2's model, with the profiler.
 """
@@ -26,6 +19,13 @@ from ...tool.ddp import sync, wrap_ddp
 from ...tool.hooks import allreduce_hook
 from ...tool.timing import StepTimer
 
+# off      StepTimer disabled: DDP's own (C++) all-reduce, no marks
+# phases   phase marks only (host clock or CUDA events), DDP's own all-reduce
+# light    phase marks, DDP's own all-reduce, its own timings read every step
+#          (and the flight recorder on NCCL): StepTimer(mode="light")
+# py_hook  no marks, but DDP's stock Python `allreduce_hook` registered:
+#          what any Python communication hook costs, timing or not
+# full     phase marks and the timing communication hook (around the same allreduce_hook)
 MODES = ("off", "phases", "light", "py_hook", "full")
 
 

@@ -1,16 +1,11 @@
 """`diagnose(results)`: where a DDP run's time went, ranked by what it cost.
 
 Reads the timer results of one run (`diagnosis.inputs` says which shapes),
-measures each rank (`diagnosis.findings`, with the thresholds and why), and
+measures each rank (`diagnosis.rules`, with the thresholds and why), and
 returns a `Diagnosis`: findings ranked by seconds lost, each with its cause
 from the fixed vocabulary `CAUSES` (`diagnosis.causes`), its seconds and share
 of the wall time, the per-rank numbers that show it, what to change and how
 to check the change; and what it cannot decide, as `undecided` lines.
-
-Wall time per rank is the run's start to `result()`: the timer's window
-plus the start-up before it (from the process's start, or from the timer's
-`run_start` where several runs share a process; none where it is None). Seconds are summed over every step (warm-up
-included: it is time the run spent).
 """
 
 from __future__ import annotations
@@ -24,7 +19,12 @@ from .report import Diagnosis, Finding
 def diagnose(results) -> Diagnosis:
     """Diagnose one run: what `launch`/`run` returned from workers that used
     `StepTimer` (each rank's value the timer's result or a dict holding it
-    under "timer"), a saved record, or a record's name."""
+    under "timer"), a saved record, or a record's name. Defined in notebook 01_case1_broken.
+
+    Wall time per rank is the run's start to `result()`: the timer's window plus the start-up
+    before it (from the process's start, or from the timer's `run_start` where several runs share
+    a process; none where it is None). Seconds are summed over every step (warm-up included: it
+    is time the run spent)."""
     ranks = rank_results(results)
     world = max(int(r.get("world_size") or len(ranks)) for r in ranks)
     ms = [rules.measures(r) for r in ranks]

@@ -1,29 +1,6 @@
-"""The rules of `diagnose`: per-rank measures from the timer's results, and
-the finding each cause gives. Thresholds (why these numbers):
-
-- MIN_SHARE = 3% of a rank's wall time: a cause is listed when it costs at
-  least that on the rank where it costs most. The timer's own accounting
-  error is well under 1% (the parts add up to the wall by construction; its
-  marks cost microseconds), but a rerun of the same run varies by a few % on a
-  quiet machine (more on a shared one): a smaller cost could not be checked
-  by measuring again after the change.
-- SMALL_MESSAGE = 1 MiB per all-reduce call: below it an all-reduce's time is
-  mostly its fixed per-call cost. Measured on 2 CPU cores with gloo: 1 MB took
-  ~1.1 ms and 10 MB ~8 ms (~1.3 GB/s), so ~0.3 ms of the 1 MB call is fixed
-  cost and a smaller call is dominated by it; NCCL's fixed cost is tens of us
-  against far higher bandwidth, so 1 MiB is on the safe side there too.
-  An exposed all-reduce is called latency-bound when its messages are that
-  small AND the step's compute (forward + backward compute + optimizer) is
-  less than its all-reduce time: no bucketing can hide it.
-- EVEN = 1.5: outside work is "on every rank" when the largest rank's
-  seconds are at most 1.5x the smallest's (the same work done N times, as
-  duplicated evaluation is); otherwise it is uneven and the others wait.
-- SHORT_GPU_STEP = 5 ms: a GPU step shorter than this may be bound by the
-  host launching kernels (case 2: 1.65 ms plain on an H200 against 0.21 ms
-  for the same step as one CUDA graph); CUDA-event marks cannot tell, so it
-  is reported as undecided.
-- CLOCK_TRUST = 10%: waits are undecided when the common clock's error is
-  more than this fraction of the largest rank's total wait.
+"""The rules of `diagnose`: per-rank measures from the timer's results (`measures`), and
+the finding each cause gives (`all_findings`). The thresholds are the constants below; the
+comment at each says why it has its value.
 """
 
 from __future__ import annotations
@@ -32,10 +9,26 @@ import statistics
 
 from .causes import DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
 
+# A cause is listed when it costs at least 3% of a rank's wall time on the rank where it costs most.
+# The timer's own accounting error is well under 1% (the parts add up to the wall by construction;
+# its marks cost microseconds), but a rerun of the same run varies by a few % on a quiet machine
+# (more on a shared one): a smaller cost could not be checked by measuring again after the change.
 MIN_SHARE = 0.03
+# 1 MiB per all-reduce call: below it an all-reduce's time is mostly its fixed per-call cost. Measured
+# on 2 CPU cores with gloo: 1 MB took ~1.1 ms and 10 MB ~8 ms (~1.3 GB/s), so ~0.3 ms of the 1 MB call
+# is fixed cost and a smaller call is dominated by it; NCCL's fixed cost is tens of us against far higher
+# bandwidth, so 1 MiB is on the safe side there too. An exposed all-reduce is called latency-bound when
+# its messages are that small AND the step's compute (forward + backward compute + optimizer) is less
+# than its all-reduce time: no bucketing can hide it.
 SMALL_MESSAGE = 1 << 20
+# Outside work is "on every rank" when the largest rank's seconds are at most 1.5x the smallest's (the
+# same work done N times, as duplicated evaluation is); otherwise it is uneven and the others wait.
 EVEN = 1.5
+# A GPU step shorter than 5 ms may be bound by the host launching kernels (case 2: 1.65 ms plain on an
+# H200 against 0.21 ms for the same step as one CUDA graph); CUDA-event marks cannot tell, so it is
+# reported as undecided.
 SHORT_GPU_STEP = 5e-3
+# Waits are undecided when the common clock's error is more than 10% of the largest rank's total wait.
 CLOCK_TRUST = 0.10
 
 

@@ -1,27 +1,10 @@
 """`compare(runs, baseline=...)`: two or more runs side by side, each with the
 spread of its repeats, and verdicts that say when a difference is inside it.
 
-A run is given as its repeats: a list of what `launch`/`run` returned, one
-entry per repeat (or one such value: one repeat; `diagnosis.inputs`). Per
-repeat:
-
-- `step`: the slowest rank's median step time (warm-up steps left out): the
-  slowest rank paces every all-reduce;
-- per phase (and data wait, exposed, wait): the median over ranks of each
-  rank's median;
-- `samples_per_s` (steps only): world size x batch size / `step`;
-- `samples_per_s_wall`: world size x batch size x steps / the time from the
-  first step to `result()` (the slowest rank's; work outside the steps, such
-  as evaluation, included). It needs the timer's `account`.
-
-Batch size is the per-rank `batch_size` given to `StepTimer`. Scaling is a
-run's median throughput over the baseline's. The verdict per run (against
-the baseline) is `verdict.interval` on the ratio's range: from the run's
-smallest throughput over the baseline's largest to its largest over the
-baseline's smallest; 1 inside that range is "not resolvable here". With
-`paired=True` (repeats interleaved, A B B A ..., the same count) it is
-`verdict.paired` on the per-round ratios instead. Fewer than
-`spread.MIN_ROUNDS` repeats resolve nothing.
+A run is given as its repeats: a list of what `launch`/`run` returned, one entry per repeat (or one
+such value: one repeat; `diagnosis.inputs`). `_repeat` makes one repeat's numbers (step time, phases,
+throughput), `Comparison` holds the rows and prints them, and `_verdict` decides each run's throughput
+against the baseline's. Fewer than `spread.MIN_ROUNDS` repeats resolve nothing.
 """
 
 from __future__ import annotations
@@ -38,14 +21,16 @@ PHASE_KEYS = ("data", "forward", "backward_compute", "exposed", "wait", "optimiz
 
 def _repeat(ranks, skip) -> dict:
     meds = [median_step(r, skip) for r in ranks]
+    # the slowest rank's median step time (warm-up steps left out): the slowest rank paces every all-reduce
     step = max(m.get("step_time", 0.0) for m in meds)
     keys = dict.fromkeys(k for m in meds for k in m if k in PHASE_KEYS or k in _custom(ranks))
-    phases = {k: statistics.median(m.get(k, 0.0) for m in meds) for k in keys}
+    phases = {k: statistics.median(m.get(k, 0.0) for m in meds) for k in keys}  # median over ranks of medians
     world = max(int(r.get("world_size") or len(ranks)) for r in ranks)
-    batch = ranks[0].get("batch_size")
+    batch = ranks[0].get("batch_size")  # per rank, as given to StepTimer; samples_per_s: steps only
     out = {"world_size": world, "batch_size": batch, "step": step, "phases": phases,
            "samples_per_s": world * batch / step if batch and step else None, "samples_per_s_wall": None}
     accs = [r.get("account") for r in ranks]
+    # from the first step to result() (the slowest rank's; work outside the steps, such as evaluation, included)
     if batch and all(accs):
         span = max(a["wall"] - a["before_first_step"] for a in accs)
         n = statistics.median(len(r["steps"]) for r in ranks)
@@ -96,7 +81,7 @@ def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "sam
     """Runs side by side. `runs`: {name: repeats} (or a list: named "run 0", ...);
     `baseline`: the name to scale against (default: the first); `metric`:
     "samples_per_s_wall" (default; falls back to "samples_per_s" when a run
-    has no account or batch size) or "samples_per_s"."""
+    has no account or batch size) or "samples_per_s". Defined in notebook 07_diagnose_your_own_run."""
     if not isinstance(runs, dict):
         runs = {f"run {i}": r for i, r in enumerate(runs)}
     if len(runs) < 2:
@@ -117,7 +102,7 @@ def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "sam
                    "values": [r[metric] for r in rs]}
     base = rows[baseline]
     verdicts = {}
-    for n, row in rows.items():
+    for n, row in rows.items():  # scaling: a run's median throughput over the baseline's
         if row[metric] and base[metric]:
             row["scaling"] = row[metric]["median"] / base[metric]["median"] if n != baseline else 1.0
         if n != baseline:
@@ -128,13 +113,15 @@ def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "sam
 def _verdict(name, values, base_name, base, paired):
     claim = f"{name} has a higher throughput than {base_name}"
     v, b = [x for x in values if x], [x for x in base if x]
-    if paired:
+    if paired:  # repeats interleaved, A B B A ..., the same count: the per-round ratios
         # per round, time per sample: lower is faster; B (this run) faster means higher throughput
         return verdict.paired(claim, [1 / x for x in b], [1 / x for x in v], faster="b",
                               names=(base_name, name))
     if min(len(v), len(b)) < spread.MIN_ROUNDS:
         return verdict.Verdict(claim, verdict.UNRESOLVED, {"repeats": f"{len(v)} and {len(b)}"},
                                f"needs at least {spread.MIN_ROUNDS} repeats of each run to know the spread")
+    # the ratio's range: the run's smallest throughput over the baseline's largest to its largest over
+    # the baseline's smallest; 1 inside that range is "not resolvable here"
     return verdict.interval(claim, min(v) / max(b), max(v) / min(b), side=">", limit=1.0,
                             what=f"throughput {name}/{base_name} (range over repeats)",
                             numbers={"repeats": f"{len(v)} and {len(b)}"})

@@ -1,15 +1,12 @@
 """`launch(fn, args, world_size)`: run a worker on N processes, get N return values.
 
-The notebook-friendly counterpart of `torchrun`: the same worker function runs
-under both (see `ddp_lessons.tool.runtime.run`). Defined in notebook 00_first_launch.
-
-What it guarantees, each checked by tests/test_launch.py:
-- refuses bad input before any process starts (world size, GPUs, a worker
-  defined in a notebook cell (under forkserver or spawn), CUDA initialised before fork);
-- rendezvous through a FileStore in a private temporary directory: no socket
-  is opened for it, and gloo is kept on the loopback interface;
-- a failing run raises within seconds, naming the rank that failed first;
-- no process, port or temporary file outlives the call, whatever happens.
+The notebook-friendly counterpart of `torchrun`: the same worker function runs under both (see
+`ddp_lessons.tool.runtime.run`). Defined in notebook 00_first_launch. What it guarantees, each checked
+by tests/test_launch.py: bad input is refused before any process starts (world size, GPUs, a worker
+defined in a notebook cell under forkserver or spawn, CUDA initialised before fork); the rendezvous goes
+through a FileStore in a private temporary directory (no socket is opened for it, and gloo is kept on
+the loopback interface); a failing run raises within seconds, naming the rank that failed first; no
+process, port or temporary file outlives the call, whatever happens.
 """
 
 from __future__ import annotations

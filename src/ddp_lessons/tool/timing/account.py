@@ -3,19 +3,8 @@ steps, and the remainder no mark covers.
 
     wall = steps + outside (by name) + unattributed
 
-`wall` runs from the timer's creation (its reference point, after a barrier
-when there are several ranks) to `result()`. The unattributed remainder is
-split by where it lies: before the first step (building the model, loaders,
-anything between the timer's creation and the first batch wait), between
-steps (what the loop does after `step_done()` and before the next step's
-first mark: logging, `loss.item()`, prints, the end of a loader), and after
-the last step. Inside the steps, `in_steps` splits step time into the data
-wait, each phase, and the step's own remainder (time in a step that no phase
-covers). `startup` is the time from the run's start to the timer's
-reference point (imports, joining the group, building the model): outside
-the window, reported beside it. The run starts at the process's start, or
-where the user says (`StepTimer(run_start=...)`: several runs in one
-process), or is unknown (None).
+`account` makes it (its docstring says how each part is split), `startup_since` the start-up
+before the window, `run_info` what a result carries about its run.
 """
 
 from __future__ import annotations
@@ -82,7 +71,18 @@ def in_steps(steps) -> dict:
 
 
 def account(wall: float, steps, outside, startup: float | None = None) -> dict:
-    """The account of one rank's window (see the module docstring).
+    """The account of one rank's window: wall = steps + outside (by name) + unattributed.
+
+    `wall` runs from the timer's creation (its reference point, after a barrier when there are
+    several ranks) to `result()`. The unattributed remainder is split by where it lies: before the
+    first step (building the model, loaders, anything between the timer's creation and the first
+    batch wait), between steps (what the loop does after `step_done()` and before the next step's
+    first mark: logging, `loss.item()`, prints, the end of a loader), and after the last step.
+    `in_steps` splits step time into the data wait, each phase, and the step's own remainder (time
+    in a step that no phase covers). `startup` is the time from the run's start to the reference
+    point (imports, joining the group, building the model): outside the window, reported beside it.
+    The run starts at the process's start, or where the user says (`StepTimer(run_start=...)`:
+    several runs in one process), or is unknown (None).
 
     `steps`: the timer's step dicts (`t_start`, `step_time`, ...); `outside`:
     dicts with `name`, `start`, `end` (seconds since the reference point)."""

@@ -1,20 +1,9 @@
 """The timer's clocks: the host's `perf_counter`, or CUDA events from a ring.
 
 A clock hands out a token per `mark()` and turns tokens into seconds since
-its start with `seconds(tokens)`. The host clock's token is the time itself.
-
-`EventRing` (the CUDA clock) allocates its events once and records them again
-and again: a mark is one `record()` on the current stream, never an
-`Event()` construction. Nothing is read while the ring has room; when it is
-full, the older half is read (every event there was recorded hundreds of
-marks ago, so it has long completed and reading it does not stall the queue)
-and those slots are recorded again. `seconds()` synchronises once and reads
-the rest. Times are chained event to event (`prev.elapsed_time(ev)`, a small
-float32 number) and summed in double precision, so hours of marks lose no
-resolution to float32.
-
-The ring takes its events from a factory, so the bookkeeping is tested on
-CPUs with fake events (tests/test_timing.py).
+its start with `seconds(tokens)`. The host clock (`HostClock`)'s token is the time itself;
+`EventRing` (the CUDA clock, made by `cuda_clock`) allocates its events once and records them
+again and again, reading the older half when the ring is full.
 """
 
 from __future__ import annotations
@@ -41,6 +30,11 @@ class EventRing:
     waits for everything recorded (a device synchronise); `record(ev)`
     (optional) records an event; `prime=True` records every event once at
     construction, so that none is created inside the timed loop.
+
+    A mark is one `record()` on the current stream, never an `Event()` construction. Nothing is
+    read while the ring has room; when it is full, the older half is read (`mark`) and those slots
+    are recorded again. `seconds()` synchronises once and reads the rest. The factory lets the
+    bookkeeping be tested on CPUs with fake events (tests/test_timing.py).
     """
 
     def __init__(self, make_event, size: int = 4096, finish=None, record=None, prime=False):
@@ -65,6 +59,8 @@ class EventRing:
         # Keep one slot free: the slot of the last event read must not be re-recorded
         # before the next read chains from it.
         if n - len(self._ms) >= size - 1:
+            # the older half: every event there was recorded hundreds of marks ago, so it has long
+            # completed and reading it does not stall the queue
             self._read(len(self._ms) + size // 2)
             self.harvests += 1
         self._record(self._events[n % size])
@@ -77,6 +73,8 @@ class EventRing:
         for i in range(len(self._ms), upto):
             ev = self._events[i % size]
             ev.synchronize()  # note: returns at once for an event recorded long ago
+            # chained event to event (a small float32 number) and summed in double precision,
+            # so hours of marks lose no resolution to float32
             t += prev.elapsed_time(ev)
             self._ms.append(t)
             prev = ev

@@ -1,29 +1,9 @@
 """Where the light timer gets the all-reduce from, with DDP's own all-reduce left alone.
 
-Two sources, both in torch, neither a Python communication hook:
-
-- DDP's own timings (`DDPLogging`). With `_set_ddp_runtime_logging_sample_rate(1)`
-  the reducer records five events every iteration (forward start, backward
-  compute start and end, first bucket handed to communication, last
-  all-reduce waited for: torch/csrc/distributed/c10d/reducer.cpp,
-  `mark_bucket_ready`, `finalize_backward`) and `Logger::set_runtime_stats_and_log`,
-  called by DDP's `_pre_forward` before the next forward, turns them into
-  `backward_comm_time` and `backward_compute_comm_overlap_time` (ns). On CUDA
-  that call synchronises on the previous iteration's events
-  (reducer_cuda.cpp, `CudaTimer::measureDifference`): one host wait per step,
-  on work that is normally done by then. The timer reads the numbers once per
-  step (`logger._get_ddp_logging_data().ints_map`, a few microseconds) and
-  asks for the last step's at `result()`.
-- NCCL's flight recorder (`FlightRecorder`, NCCL only). Every collective gets
-  an entry; when timing is on for the process group (TORCH_NCCL_ENABLE_TIMING
-  read when the group is created, or `ProcessGroup._enable_collectives_timing()`
-  after), the entry holds a start and an end CUDA event around the kernel on
-  NCCL's stream, and the watchdog thread fills `duration_ms` when it retires a
-  completed entry (FlightRecorderDetail.hpp, `retire_id`). Nothing runs on
-  the training thread per step; the timer dumps the ring once, at `result()`,
-  and gives each step the entries created (host clock, `time_created_ns`)
-  between its start and its end. The ring holds the last
-  TORCH_NCCL_TRACE_BUFFER_SIZE entries (TORCH_FR_BUFFER_SIZE in newer torch).
+Two sources, both in torch, neither a Python communication hook: DDP's own per-iteration
+timings (`DDPLogging`, read once per step), and NCCL's flight recorder (`FlightRecorderSource`,
+NCCL only, dumped once at `result()`). Each class's docstring says where in torch the numbers
+come from and what reading them costs.
 """
 
 from __future__ import annotations
@@ -36,7 +16,17 @@ _DTYPE_BYTES = {"Float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Lo
 
 
 class DDPLogging:
-    """DDP's per-iteration communication timings, read once per step."""
+    """DDP's per-iteration communication timings, read once per step.
+
+    With `_set_ddp_runtime_logging_sample_rate(1)` the reducer records five events every
+    iteration (forward start, backward compute start and end, first bucket handed to
+    communication, last all-reduce waited for: torch/csrc/distributed/c10d/reducer.cpp,
+    `mark_bucket_ready`, `finalize_backward`) and `Logger::set_runtime_stats_and_log`, called by
+    DDP's `_pre_forward` before the next forward, turns them into `backward_comm_time` and
+    `backward_compute_comm_overlap_time` (ns). On CUDA that call synchronises on the previous
+    iteration's events (reducer_cuda.cpp, `CudaTimer::measureDifference`): one host wait per step,
+    on work that is normally done by then. The numbers are read once per step
+    (`logger._get_ddp_logging_data().ints_map`, a few microseconds), the last step's at `finish`."""
 
     def __init__(self, ddp_model):
         self.model = ddp_model
@@ -133,7 +123,16 @@ def group_name(pg):
 
 
 class FlightRecorderSource:
-    """This process group's all-reduces from the flight recorder, by step."""
+    """This process group's all-reduces from the flight recorder, by step.
+
+    Every collective gets an entry; when timing is on for the process group
+    (TORCH_NCCL_ENABLE_TIMING read when the group is created, or
+    `ProcessGroup._enable_collectives_timing()` after), the entry holds a start and an end CUDA
+    event around the kernel on NCCL's stream, and the watchdog thread fills `duration_ms` when it
+    retires a completed entry (FlightRecorderDetail.hpp, `retire_id`). Nothing runs on the
+    training thread per step; the ring is dumped once (`collect`), and each step gets the entries
+    created (host clock, `time_created_ns`) between its start and its end. The ring holds the last
+    TORCH_NCCL_TRACE_BUFFER_SIZE entries (TORCH_FR_BUFFER_SIZE in newer torch)."""
 
     def __init__(self, pg, enable_timing: bool = True):
         self.group = group_name(pg)

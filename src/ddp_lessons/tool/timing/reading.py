@@ -15,7 +15,8 @@ KEY = "timer"  # where a worker's dict holds its StepTimer result
 
 
 def timer_result(value) -> dict | None:
-    """The StepTimer result in one rank's value: the value itself, or value["timer"]; None if neither."""
+    """The StepTimer result in one rank's value: the value itself, or value["timer"]; None if neither.
+    Defined in notebook 01_case1_broken."""
     if isinstance(value, dict) and "steps" in value:
         return value
     if isinstance(value, dict) and isinstance(value.get(KEY), dict) and "steps" in value[KEY]:
@@ -36,7 +37,7 @@ def timed_steps(value, skip: int = 0) -> list[dict]:
     return _result(value)["steps"][skip:]
 
 
-def account(value) -> dict:
+def rank_account(value) -> dict:
     """Where all of one rank's time went (startup, steps, outside work, remainder). Defined in notebook
     05_case2_where_time_goes."""
     return _result(value)["account"]
@@ -47,7 +48,7 @@ def median_step(value, skip: int = 2) -> dict:
     steps (DDP rebuilds its buckets after the first iteration; warm-up).
 
     Every key any kept step has, each over the steps that have it; {} for a
-    rank without steps."""
+    rank without steps. Defined in notebook 00_first_launch."""
     every = _result(value)["steps"]
     steps = every[skip:] or every
     keys = dict.fromkeys(k for s in steps for k, v in s.items()

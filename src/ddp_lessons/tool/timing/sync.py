@@ -1,45 +1,12 @@
 """One time axis for every rank's marks, and the wait for a slower rank.
 
-`CommonClock` takes a shared reference at a collective of the timer's group: at the timer's
-creation and again at `result()`, every rank passes a barrier and reads its
-clock right after (on a GPU: after a device synchronise, so the event it
-records runs at once and the event clock is tied to the host clock). Each
-rank's marks are kept as seconds since its own reference ("local"); adding
-`offset` puts them on the common axis, whose zero is the reference of the group's rank 0.
-
-- One host (every rank reports the same host name): `perf_counter` is the
-  system-wide monotonic clock, the same for every process, so the offsets are
-  the exact differences of the ranks' reference readings (method "shared host
-  clock"; error: the GPU-to-host tie where marks are CUDA events).
-- Several hosts: the ranks' clocks are unrelated; the offsets are 0, i.e. the
-  barrier's exit is taken as one instant (method "barrier"). Its error is
-  estimated at `result()` by the second barrier: the spread across ranks of
-  the time each measured between the two (exit skew of both barriers plus
-  clock drift).
-
-On that axis, per step, `wait` is how long after this rank's last gradient
-bucket was ready the slowest rank's was (its backward compute finished later):
-the part of this rank's exposed all-reduce spent waiting for a slower rank.
-`exposed - wait` is communication after every rank was ready (the transfer,
-plus queueing behind earlier buckets).
-
-What it separates, and what not:
-- gloo (host clocks, mode "full"): a bucket is ready when DDP hands it to
-  the hook, and done when gloo's callback runs: both host times. `wait` is
-  exact up to the barrier exit skew (tens of microseconds on one host).
-  Not separated: a slower peer's earlier buckets (only the last bucket is
-  compared), gloo's threads slowing this rank's own compute on shared cores.
-- NCCL (CUDA events, mode "full"): ready and done are events on the compute
-  stream; NCCL's kernel spins while it waits for a peer, so its duration
-  includes the wait, and `wait` takes it out the same way. Error: the tie of
-  the event clock to the host clock (one synchronise each at creation and at
-  result; the drift between them is reported as `clock["drift"]`).
-- mode "light" (DDP's own timings): no per-bucket marks; a step's ready time
-  is taken as the end of its backward phase minus the exposed all-reduce
-  (`clock["wait_source"]` says so); coarser by DDP's own bookkeeping.
-- Waiting outside an all-reduce (in a barrier, in evaluation's collectives,
-  at the next step's forward broadcast) is not in `wait`: it shows as the
-  step or outside work where it happens.
+`CommonClock` takes a shared reference at a barrier of the timer's group, at the timer's creation and
+again at `result()`. Each rank's marks are kept as seconds since its own reference ("local"); adding
+`offset` puts them on the common axis, whose zero is the reference of the group's rank 0. On that axis,
+per step, `wait` (`CommonClock.finish`, from `ready_time`) is how long after this rank's last gradient
+bucket was ready the slowest rank's was: the part of this rank's exposed all-reduce spent waiting for a
+slower rank. `exposed - wait` is communication after every rank was ready (the transfer, plus queueing
+behind earlier buckets).
 """
 
 from __future__ import annotations
@@ -72,12 +39,17 @@ class CommonClock:
         self.method, self.offset = "one rank", 0.0
         if self.synced:
             seen = _gather([self.t_ref, self.host], self.group)
+            # One host (every rank reports the same host name): perf_counter is the system-wide monotonic
+            # clock, the same for every process, so the offsets are the exact differences of the ranks'
+            # reference readings (error: the GPU-to-host tie where marks are CUDA events). Several hosts:
+            # the clocks are unrelated; offset 0, i.e. the barrier's exit is taken as one instant.
             same = len({h for _, h in seen}) == 1
             self.method = "shared host clock" if same else "barrier"
             self.offset = self.t_ref - seen[0][0] if same else 0.0
 
     def point(self):
-        """(host perf_counter, clock token) read right after a barrier."""
+        """(host perf_counter, clock token) read right after a barrier (on a GPU: after a device
+        synchronise, so the event it records runs at once and the event clock is tied to the host clock)."""
         if self.synced:
             dist.barrier(group=self.group)
         if self.device.type == "cuda":
@@ -87,7 +59,21 @@ class CommonClock:
 
     def finish(self, wall: float, t_end: float, readies: list) -> tuple[dict, list]:
         """Clock facts, and per step this rank's wait for the slowest rank's ready
-        time (None where a step has no ready time or the run has one rank)."""
+        time (None where a step has no ready time or the run has one rank).
+
+        What `wait` separates, and what not:
+        - gloo (host clocks, mode "full"): a bucket is ready when DDP hands it to the hook, and done when
+          gloo's callback runs: both host times. Exact up to the barrier exit skew (tens of microseconds
+          on one host). Not separated: a slower peer's earlier buckets (only the last bucket is
+          compared), gloo's threads slowing this rank's own compute on shared cores.
+        - NCCL (CUDA events, mode "full"): ready and done are events on the compute stream; NCCL's kernel
+          spins while it waits for a peer, so its duration includes the wait, and `wait` takes it out the
+          same way. Error: the tie of the event clock to the host clock (one synchronise each at creation
+          and at result; the drift between them is reported as `clock["drift"]`).
+        - mode "light" (DDP's own timings): no per-bucket marks (see `ready_time`); coarser by DDP's own
+          bookkeeping.
+        - Waiting outside an all-reduce (in a barrier, in evaluation's collectives, at the next step's
+          forward broadcast) is not in `wait`: it shows as the step or outside work where it happens."""
         drift = wall - (t_end - self.t_ref)  # event clock against host clock; 0 on the host clock
         info = {"method": self.method, "offset": self.offset, "drift": drift, "error": abs(drift)}
         if not self.synced:
@@ -95,6 +81,8 @@ class CommonClock:
         mine = [None if r is None else r + self.offset for r in readies]
         seen = _gather([t_end - self.t_ref, mine], self.group)
         spans = [s for s, _ in seen]
+        # Several hosts: the error is the spread across ranks of the time each measured between the two
+        # barriers (exit skew of both barriers plus clock drift)
         if self.method == "barrier":
             info["error"] = abs(drift) + max(spans) - min(spans)
         waits = []
@@ -112,7 +100,8 @@ def _gather(obj, group=None) -> list:
 
 def ready_time(step) -> float | None:
     """When this rank's backward compute finished (seconds since the reference):
-    its last bucket handed over, else the backward phase's end minus the exposed part."""
+    its last bucket handed over, else (mode "light", `clock["wait_source"]` says so) the
+    backward phase's end minus the exposed part."""
     if step["buckets"]:
         return step["t_start"] + max(b["start"] for b in step["buckets"])
     bwd = step["phases"].get("backward")

@@ -1,55 +1,11 @@
-"""Per-step timing on every rank, and an account of all of the rank's time:
-data wait, forward, backward, optimizer step, the all-reduce, how much of it was
-exposed and how much of that was waiting for a slower rank; named work outside
-the steps; the remainder.
+"""Per-step timing on every rank, and an account of all of the rank's time.
 
-Usage inside a worker (notebook 00_first_launch introduces it):
-    timer = StepTimer(ddp_model, batch_size=32)  # every rank creates one (a barrier, below)
-    for epoch in range(epochs):
-        for batch in timer.data(loader):         # times the wait for each batch
-            with timer.phase("forward"):  loss = loss_fn(ddp_model(batch))
-            with timer.phase("backward"): loss.backward()
-            with timer.phase("optimizer"): opt.step(); opt.zero_grad()
-            timer.step_done()                    # (the last four lines: timer.finish_step(loss, opt))
-        with timer.outside("eval"):              # work between steps, timed as such
-            evaluate()
-    times = timer.result()                       # every rank calls it; a plain, JSON-ready dict
-
-Steps and the rest. A step starts at its own first mark (the start of the
-wait for its batch in `timer.data`, else its first phase) and ends at
-`step_done()`. Work between steps goes in `timer.outside(name)`: kept as
-named intervals; phases and `timer.data` waits inside it belong to it. A
-`phase` used between steps opens a step like any phase (without
-`timer.data` the timer cannot tell it from the next step's first phase: use
-`outside`); if that step is never closed (the next `timer.data` wait or
-`result()` comes first), its phases are moved to outside work under their
-own names and counted in `unfinished_steps`. `outside()` inside a step
-whose batch came from `timer.data` raises. `result()["account"]` adds it
-up (`timing.account`): wall = steps + outside + unattributed.
-
-Clocks: the host's `perf_counter` on CPUs; on GPUs a CUDA event per mark,
-from a ring allocated once (`timing.clocks`), read when the ring is full and
-at `result()`. The data wait is always a host time (the host waits for the
-loader). With several ranks the timer takes a common reference at a barrier
-when it is created and again in `result()` (`timing.sync`): both are
-collectives, so every rank creates the timer and calls `result()`. Per step
-`wait` is then the part of `exposed` spent waiting for the slowest rank.
-
-Two ways to get the all-reduce (`mode=`):
-
-- "full" (the default on CPUs, and with `hook=`): a DDP communication hook
-  that wraps the hook doing the sending (`hook=`, default torch's
-  `allreduce_hook`) times every bucket, from the moment DDP hands it over to
-  the moment the inner hook's future has completed (on NCCL an event recorded
-  in its callback). Exposed: from the last bucket becoming ready (backward
-  compute done) to the last all-reduce completing. Any Python hook costs time
-  on a GPU step of a few ms (~7% measured on one H200 at 2 ms), timed or not.
-- "light" (the default for a DDP model on a GPU without `hook=`): DDP keeps
-  its own C++ all-reduce and the timer reads, on NCCL, the flight recorder's
-  per-collective GPU durations, elsewhere (or with `ddp_logging=True`) DDP's
-  own per-iteration timings (`timing.light`): per step `allreduce`, calls,
-  bytes, `bucket_durations`, and from DDP's timings `allreduce_span` and
-  `exposed`; `result()["comm_source"]` names the source.
+`StepTimer` records data wait, forward, backward, optimizer step and the all-reduce per step (how much
+of it was exposed, and how much of that was waiting for a slower rank), named work outside the steps,
+and the remainder; `result()` returns it all as a JSON-ready dict. Notebook 00_first_launch introduces
+it; the `StepTimer` docstring shows the usage and the two ways of timing the all-reduce ("full",
+"light"). Clocks: `timing.clocks`; one time axis for all ranks: `timing.sync`; DDP's and NCCL's own
+timings: `timing.light`; the account: `timing.account`.
 """
 
 from __future__ import annotations
@@ -74,7 +30,24 @@ MODES = ("full", "light")
 
 
 class StepTimer:
-    """Records one rank's per-step timings and the rest of its time. See the module docstring.
+    """Records one rank's per-step timings and the rest of its time.
+
+    Usage inside a worker:
+        timer = StepTimer(ddp_model, batch_size=32)  # every rank creates one (a barrier, below)
+        for epoch in range(epochs):
+            for batch in timer.data(loader):         # times the wait for each batch
+                with timer.phase("forward"):  loss = loss_fn(ddp_model(batch))
+                with timer.phase("backward"): loss.backward()
+                with timer.phase("optimizer"): opt.step(); opt.zero_grad()
+                timer.step_done()                    # (the last four lines: timer.finish_step(loss, opt))
+            with timer.outside("eval"):              # work between steps, timed as such
+                evaluate()
+        times = timer.result()                       # every rank calls it; a plain, JSON-ready dict
+
+    A step starts at its own first mark (the start of the wait for its batch in `timer.data`, else its
+    first phase) and ends at `step_done()`; work between steps goes in `timer.outside(name)`.
+    With several ranks the timer takes a common reference at a barrier when it is created and again in
+    `result()` (`timing.sync`): both are collectives, so every rank creates the timer and calls `result()`.
 
     `ddp_model`: a DistributedDataParallel model whose all-reduce to time
     (None: no all-reduce timing, e.g. a single-process baseline).
@@ -86,7 +59,14 @@ class StepTimer:
     an error saying to pass it here instead.
     `batch_size`: samples per step on this rank (optional; kept in the result
     so throughput can be computed from it).
-    `mode`: "full" or "light" (module docstring); None picks "light" for a
+    `mode`: how the all-reduce is timed. "full": a DDP communication hook that wraps the hook doing the
+    sending (`hook=`, default torch's `allreduce_hook`) times every bucket, from the moment DDP hands it
+    over to the moment the inner hook's future has completed (on NCCL an event recorded in its callback);
+    exposed: from the last bucket becoming ready (backward compute done) to the last all-reduce completing.
+    "light": DDP keeps its own C++ all-reduce and the timer reads, on NCCL, the flight recorder's
+    per-collective GPU durations, elsewhere (or with `ddp_logging=True`) DDP's own per-iteration timings
+    (`timing.light`): per step `allreduce`, calls, bytes, `bucket_durations`, and from DDP's timings
+    `allreduce_span` and `exposed`; `result()["comm_source"]` names the source. None picks "light" for a
     DDP model on a GPU that keeps DDP's own all-reduce (`hook=None`), and
     "full" otherwise. In "light", `ddp_logging=True` adds DDP's timings (the
     exposed part; a wait on CUDA events every step: +9.5% against +3.9% on a
@@ -113,10 +93,14 @@ class StepTimer:
         self.group = group if group is not None else getattr(ddp_model, "process_group", None)
         device = torch.device(device) if device is not None else _model_device(ddp_model)
         self.device = device
+        # "light" on GPUs: any Python hook, timed or not, costs time on a GPU step of a few ms (~7% measured
+        # on one H200 at 2 ms)
         self.mode = mode or ("light" if device.type == "cuda" and ddp_model is not None and hook is None
                              else "full")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES} or None, not {mode!r}")
+        # CPU: the host's perf_counter; GPU: a CUDA event per mark, from a ring allocated once, read when the
+        # ring is full and at result()
         self.clock = cuda_clock(device, ring_size) if device.type == "cuda" and enabled else HostClock()
         # torch's allreduce_hook with state None sums over every rank: give it the timer's group
         self.hook, self.state = hook, state if state is not None or hook is not None else self.group
@@ -159,18 +143,24 @@ class StepTimer:
         return self._cur["start"] is not None or bool(self._cur["phases"])
 
     def _close_unfinished(self):
-        """A step that was opened but never closed by `step_done()` becomes outside work."""
+        """A step that was opened but never closed by `step_done()` (the next `timer.data` wait or
+        `result()` came first) becomes outside work: its phases under their own names, counted in
+        `unfinished_steps`."""
         if self.enabled and self._step_open():
             self._outside += [(name, a, b) for name, (a, b) in self._cur["phases"].items()]
             self._unfinished += 1
             self._new_step()
 
     def phase(self, name: str):
-        """Time the enclosed block as phase `name` of the current step (opening it if none is open)."""
+        """Time the enclosed block as phase `name` of the current step (opening it if none is open).
+        Between steps it opens a step too: without `timer.data` the timer cannot tell it from the next
+        step's first phase, so time work between steps with `outside`."""
         return Phase(self, name) if self.enabled and not self._outside_depth else OFF
 
     def outside(self, name: str):
-        """Time the enclosed block as work outside the steps named `name` (e.g. "eval")."""
+        """Time the enclosed block as work outside the steps named `name` (e.g. "eval"), kept as a named
+        interval; phases and `timer.data` waits inside it belong to it. Raises inside a step whose batch
+        came from `timer.data`."""
         if not self.enabled:
             return OFF
         if not self._outside_depth and self._cur.get("data_opened"):
@@ -180,7 +170,8 @@ class StepTimer:
         return Outside(self, name)
 
     def data(self, iterable):
-        """Iterate like `iterable`, timing each wait for the next batch (host time).
+        """Iterate like `iterable`, timing each wait for the next batch (always host time: the host
+        waits for the loader).
         The wait opens the step the batch is for; inside `outside()` it is not timed."""
         it = None
         while True:
@@ -229,7 +220,8 @@ class StepTimer:
     # -- results -------------------------------------------------------------
     def result(self) -> dict:
         """Every finished step, the work outside the steps and the account of the
-        rank's time, as plain numbers (seconds, bytes); JSON-ready. A collective
+        rank's time, as plain numbers (seconds, bytes); JSON-ready; `account` adds it up
+        (`timing.account`): wall = steps + outside + unattributed. A collective
         when the timer took a common reference: every rank calls it."""
         out = run_info(self.device, self.mode, self.batch_size, self.group)
         if not self.enabled:
@@ -259,7 +251,7 @@ class StepTimer:
             out["flight_recorder"] = self._fr.info
         clock, waits = self._sync.finish(wall, t_end, [ready_time(s) for s in steps])
         for s, w in zip(steps, waits, strict=True):
-            if w is not None:
+            if w is not None:  # the part of `exposed` spent waiting for the slowest rank
                 s["wait"] = min(max(0.0, w), s.get("exposed", 0.0))
         clock["wait_source"] = "buckets" if self.mode == "full" else "backward end - exposed"
         out.update(steps=steps, outside=outside, clock=clock, unfinished_steps=self._unfinished,

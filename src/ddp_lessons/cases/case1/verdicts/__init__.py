@@ -1,4 +1,4 @@
-"""Case 1's verdicts, each decided by the numbers a notebook measured (`tool.verdict`):
+"""Case 1's verdicts, each decided by the numbers a notebook measured.
 
 runs (01-03: the CPU runs the notebooks make) ; gpu (02-03: the recorded H200
 pairs, `data/runs/case1-h200-pairs.json`) ; model (03: the gap model and the

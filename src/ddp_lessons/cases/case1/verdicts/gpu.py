@@ -2,14 +2,10 @@
 rounds (`data/runs/case1-h200-pairs.json`, kind "case1-pairs": every variant
 run once per round, in `spread.interleave`'s order, on one GPU).
 
-- `round_medians(rec, name)`: per round, that variant's median step after warm-up;
-- `pair(rec, a, b, claim)`: the sign test of `verdict.paired` on those
-  medians, B faster than A (or A faster, `faster="a"`);
-- `unsteady(rec)`: the runs whose steps' IQR is above 5% of their median;
-- `data_wait_share(rec, name)`: per round, data wait / step of a variant;
-- `stays_unsteady(rec, names)`: every run of those variants is unsteady
-  (`data/runs/case1-h200-bf16-jitter.json`: bf16 with fewer loader workers).
-Every line names the record's machine (`machine_line`). Defined in notebook 02_case1_answer.
+`round_medians` gives each round's median step of a variant, `pair` decides two variants on those
+medians, `unsteady` / `stays_unsteady` and `data_wait_share` / `loader_keeps_up` read the steps'
+spread and the data wait. Every line names the record's machine (`machine_line`).
+Defined in notebook 02_case1_answer.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from ....tool.spread import STEADY_IQR, summary
 
 
 def machine_line(rec: dict) -> str:
-    """The hardware and versions of a record, and what ran, in one line."""
+    """The hardware and versions of a record, and what ran, in one line. Defined in notebook 02_case1_answer."""
     m, c = rec["machine"], rec["config"]
     v0 = next(iter(c.get("variants", {}).values()), {})
     args = c.get("args") or {"model": v0.get("model"), "batch": v0.get("batch_size"),
@@ -47,7 +43,8 @@ def round_medians(rec: dict, name: str) -> list[float | None]:
 
 
 def pair(rec: dict, a: str, b: str, claim: str, faster: str = "b") -> V.Verdict:
-    """`claim` (B faster than A, or A than B) by the per-round ratios B / A."""
+    """`claim` (B faster than A, or A than B with `faster="a"`) by the per-round ratios B / A of
+    `round_medians` (the sign test of `verdict.paired`). Defined in notebook 02_case1_answer."""
     ma, mb = round_medians(rec, a), round_medians(rec, b)
     done = [(x, y) for x, y in zip(ma, mb, strict=True) if x is not None and y is not None]
     med = {n: sorted(v)[len(v) // 2] for n, v in ((a, [x for x, _ in done]), (b, [y for _, y in done]))}
@@ -58,7 +55,8 @@ def pair(rec: dict, a: str, b: str, claim: str, faster: str = "b") -> V.Verdict:
 
 def unsteady(rec: dict, names=None, limit: float = STEADY_IQR) -> list[tuple[str, int, float]]:
     """(variant, round, IQR / median) of every run (of `names`, default all)
-    whose steps after the warm-up are not steady."""
+    whose steps after the warm-up are not steady (IQR above `limit`, by default 5% of their median).
+    Defined in notebook 02_case1_answer."""
     out = []
     for r in rec["results"]["runs"]:
         if names is not None and r["name"] not in names:
@@ -70,23 +68,24 @@ def unsteady(rec: dict, names=None, limit: float = STEADY_IQR) -> list[tuple[str
 
 
 def data_wait_share(rec: dict, name: str) -> list[float]:
-    """Per round, the variant's median data wait over its median step."""
+    """Per round, the variant's median data wait over its median step. Defined in notebook 03_case1_beyond."""
     return [r["parts"]["data"] / summary(r["step_times"][r["skip"]:])["median"] for r in _runs(rec, name)]
 
 
 def loader_keeps_up(rec: dict, name: str, limit: float = 0.1) -> V.Verdict:
-    """In every round the loader's wait is below `limit` of the step."""
+    """In every round the loader's wait is below `limit` of the step. Defined in notebook 03_case1_beyond."""
     return V.repeats(f"on the recorded GPU the loader keeps up with the {name} setup "
                      f"(data wait under {limit:.0%} of the step)", data_wait_share(rec, name), side="<",
                      limit=limit, what="data wait / step per round")
 
 
 def iqr_rels(rec: dict, name: str) -> list[float]:
-    """Per round, the variant's steps' IQR / median after warm-up."""
+    """Per round, the variant's steps' IQR / median after warm-up. Defined in notebook 03_case1_beyond."""
     return [summary(r["step_times"][r["skip"]:])["iqr_rel"] for r in _runs(rec, name) if r["ok"]]
 
 
 def stays_unsteady(rec: dict, names, claim: str, limit: float = STEADY_IQR) -> V.Verdict:
-    """Every run of `names` has its steps' IQR above `limit` of the median."""
+    """Every run of `names` has its steps' IQR above `limit` of the median (e.g. in
+    `data/runs/case1-h200-bf16-jitter.json`: bf16 with fewer loader workers). Defined in notebook 03_case1_beyond."""
     rels = [x for n in names for x in iqr_rels(rec, n)]
     return V.repeats(claim, rels, side=">", limit=limit, what="IQR / median per run")

@@ -2,16 +2,11 @@
 `ddp_lessons.tool.verdict` from the numbers the notebook measured: plain lists
 and dicts in, a `Verdict` out. The recorded GPU pairs are in `claims_gpu`,
 the modelled 133 s against 105 s in `gap`, the bucket facts in `buckets`.
-
-Timed intervals and what they include:
-- a step's time on one rank: data wait, forward, backward (with the
-  all-reduce it could not hide), optimizer; taken per rank;
-- the all-reduce of a step (the timer's hook interval, summed over buckets):
-  from the moment DDP hands a bucket over to the moment its all-reduce has
-  completed, so it includes waiting for a slower peer to arrive;
-- one run's spread is its steps' interquartile range: a ratio of two runs
-  is known as the interval [Q1 / Q3, Q3 / Q1] of their steps, not as one number.
-Defined in notebook 01_case1_broken.
+A step's time is taken per rank (data wait, forward, backward with the all-reduce it could not hide,
+optimizer); a step's all-reduce is the timer's hook interval summed over buckets (from DDP handing a
+bucket over to its all-reduce completing: waiting for a slower peer included); one run's spread is its
+steps' interquartile range, so a ratio of two runs is the interval [Q1 / Q3, Q3 / Q1] of their steps,
+not one number. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ from ....tool.spread import quartiles
 
 def split_disjoint(qids_per_rank: list[list], n_train: int) -> V.Verdict:
     """01: the posted sampler, under a launcher, gives each rank a disjoint
-    share and together the whole train split (exact, from the question ids)."""
+    share and together the whole train split (exact, from the question ids). Defined in notebook 01_case1_broken."""
     sets = [set(q) for q in qids_per_rank]
     shared = sum(len(a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
     covered = len(set().union(*sets))
@@ -39,7 +34,8 @@ def two_workers_not_twice_as_fast(rounds: dict) -> V.Verdict:
     """01: with the same per-rank batch, 2 workers take half the steps each, so
     the epoch is twice as fast only if a step is as fast as on 1 worker. The
     claim: in every interleaved round (`scaling.rounds`) a step on the slower of
-    the 2 ranks takes longer than on 1 worker (so the epoch is less than twice as fast)."""
+    the 2 ranks takes longer than on 1 worker (so the epoch is less than twice as fast).
+    Defined in notebook 01_case1_broken."""
     ratios = [t2 / t1 for t1, t2 in zip(rounds["1 worker"], rounds["2 workers"], strict=True)]
     return V.repeats("an epoch on 2 workers is less than twice as fast as on 1 (each of their steps is slower)",
                      ratios, side=">", limit=1.0, what="step time, slower rank of 2 / 1 worker, per round")
@@ -61,7 +57,7 @@ def eval_wait(rows: list[dict], evaluator: int = 0, other: int = 1) -> V.Verdict
     median ordinary all-reduce (slower rank's) on either side: in an ordinary
     step that interval already holds one rank's wait for the other's backward,
     the size of the forward-and-backward difference left in. Holds above 0.5;
-    does not hold below (every rank evaluates its shard: nobody waits)."""
+    does not hold below (every rank evaluates its shard: nobody waits). Defined in notebook 01_case1_broken."""
     e, o = rows[evaluator], rows[other]
     if e["eval_time"] <= 0:
         raise ValueError(f"rank {evaluator} did not evaluate (eval_time {e['eval_time']}): pass the evaluating rank")
@@ -82,7 +78,7 @@ def eval_wait(rows: list[dict], evaluator: int = 0, other: int = 1) -> V.Verdict
 def epoch_boundary(results: list[dict]) -> list[dict]:
     """Per rank of a 2-epoch `case1.train` run: eval_time of epoch 0,
     first_allreduce and first_data (loader restart) of epoch 1's first step,
-    usual_allreduce and usual_data (the other steps after the warm-up)."""
+    usual_allreduce and usual_data (the other steps after the warm-up). Defined in notebook 01_case1_broken."""
     rows = []
     for r in results:
         per, steps = r["steps_per_epoch"], r["timer"]["steps"]
@@ -95,13 +91,14 @@ def epoch_boundary(results: list[dict]) -> list[dict]:
 
 
 def same_counts(claim: str, rows_a: list, rows_b: list, what: str) -> V.Verdict:
-    """Two runs' exact per-rank counts (samples, steps, log lines) equal."""
+    """Two runs' exact per-rank counts (samples, steps, log lines) equal. Defined in notebook 01_case1_broken."""
     return V.exact(claim, list(rows_b), expected=list(rows_a), what=what)
 
 
 def order_repeats(without: list[list], with_set: list[list]) -> V.Verdict:
     """03: without `set_epoch` epoch 1 visits the samples in epoch 0's order;
-    with it the order changes (each argument: the per-epoch qid orders of one run)."""
+    with it the order changes (each argument: the per-epoch qid orders of one run).
+    Defined in notebook 03_case1_beyond."""
     return V.all_of("set_epoch reshuffles every epoch; without it the order repeats",
                     V.exact("without: same order", without[0] == without[1], expected=True,
                             what="without set_epoch, epoch 1 order == epoch 0's"),
@@ -115,14 +112,15 @@ def epoch_longer_halved(kept: list[float], halved: list[float]) -> V.Verdict:
     claim: halving the batch makes the epoch longer, because each rank then
     takes twice the steps and a step on half the samples costs more than
     half as much (the all-reduce and the optimizer do not shrink with the batch).
-    Decided on the rounds' quartiles (`verdict.separated`)."""
+    Decided on the rounds' quartiles (`verdict.separated`). Defined in notebook 02_case1_answer."""
     return V.separated("with the batch halved an epoch takes longer than with the batch kept",
                     kept, halved, faster="a", names=("batch kept", "batch halved"))
 
 
 def bytes_change_only_with(rows: list[dict], marker: str) -> V.Verdict:
     """02: of the ablation rows, exactly those whose name contains `marker`
-    (or the cumulative rows after it) all-reduce different bytes from the first."""
+    (or the cumulative rows after it) all-reduce different bytes from the first.
+    Defined in notebook 02_case1_answer."""
     base = rows[0]["allreduce_bytes"]
     changed = [r["variant"] for r in rows if r["allreduce_bytes"] != base]
     stray = [n for n in changed if marker not in n and not n.startswith("up to: 4")]
@@ -132,7 +130,8 @@ def bytes_change_only_with(rows: list[dict], marker: str) -> V.Verdict:
 
 
 def raises(claim: str, error: str | None, expected: str) -> V.Verdict:
-    """A run that must fail: holds when it raised an error containing `expected`."""
+    """A run that must fail: holds when it raised an error containing `expected`.
+    Defined in notebook 02_case1_answer."""
     got = "no error" if error is None else error
     return V.exact(claim, expected in got, expected=True, what=f"error contains {expected!r}",
                    numbers={"error": got[:90]})
@@ -140,7 +139,8 @@ def raises(claim: str, error: str | None, expected: str) -> V.Verdict:
 
 def core_overbooked(workers: int, threads: int, cores: int, ranks: int, claim: str) -> V.Verdict:
     """The core budget: a rank's loader workers plus its intra-op threads
-    against its share of the cores (cores // ranks). Holds when they exceed it."""
+    against its share of the cores (cores // ranks). Holds when they exceed it.
+    Defined in notebook 02_case1_answer."""
     share = max(1, cores // max(1, ranks))
     return V.exact(claim, workers + threads, side=">", limit=share,
                    what="loader workers + intra-op threads per rank",
@@ -151,7 +151,7 @@ def distributed_count_equal(single: list[int], summed: list[int], claim: str) ->
     """02: evaluation counts [open n, open right, closed n, closed right]
     summed over ranks equal one process's over the whole test set. Says
     nothing (not resolvable) when the model got none or all right: a count of
-    0 equals 0 whatever the shards did."""
+    0 equals 0 whatever the shards did. Defined in notebook 02_case1_answer."""
     n, right = single[0] + single[2], single[1] + single[3]
     if not 0 < right < n:
         return V.Verdict(claim, V.UNRESOLVED, {"right": f"{right} of {n}"},
@@ -162,7 +162,8 @@ def distributed_count_equal(single: list[int], summed: list[int], claim: str) ->
 
 def scaling_below(rounds: dict, limit: float = 0.75) -> V.Verdict:
     """03: scaling efficiency = 2-worker throughput / (2 x 1-worker throughput),
-    per interleaved round (`scaling.efficiency`). The claim: it stays below `limit`."""
+    per interleaved round (`scaling.efficiency`). The claim: it stays below `limit`.
+    Defined in notebook 03_case1_beyond."""
     from ..scaling import efficiency
     return V.repeats(f"scaling efficiency on 2 workers stays below {limit:.0%} here" if limit < 1 else
                      "2 workers stay below perfect scaling here", efficiency(rounds), side="<", limit=limit,
@@ -175,7 +176,7 @@ def diagnosis_sees_evaluation(ranks: list, evaluating: int = 0, factor: float = 
     `factor` times any other rank's. The same fact the lesson counted from
     `eval_time`, read back through the diagnosis, so the tool and the lesson
     are checked against each other (a timer that put the evaluation into a
-    step, or on every rank, makes this fail)."""
+    step, or on every rank, makes this fail). Defined in notebook 01_case1_broken."""
     ev = [r.get("outside_work", {}).get("evaluation", 0.0) for r in ranks]
     others = max((e for i, e in enumerate(ev) if i != evaluating), default=0.0)
     ratio = 0.0 if ev[evaluating] <= 0 else ev[evaluating] / others if others > 0 else float("inf")
@@ -189,7 +190,7 @@ def diagnosis_shares_evaluation(ranks: list, factor: float = 3.0) -> V.Verdict:
     """With the evaluation distributed, `diagnose`'s account holds evaluation
     as outside work on every rank, in similar amounts: the largest rank's is
     under `factor` times the smallest's (each rank evaluates its shard).
-    Fails where one rank evaluates alone (the posted setup)."""
+    Fails where one rank evaluates alone (the posted setup). Defined in notebook 03_case1_beyond."""
     ev = [r.get("outside_work", {}).get("evaluation", 0.0) for r in ranks]
     ratio = max(ev) / min(ev) if min(ev) > 0 else float("inf")
     return V.exact("diagnose's account holds the evaluation on every rank, in similar amounts", ratio,

@@ -1,25 +1,9 @@
 """Case 2's real levers on one device: the posted step against the fastest
-step one GPU can take, each a closure `step()` timed in interleaved rounds.
+step one GPU can take, each a closure `step()` (`make_step`) timed in interleaved rounds (`time_steps`).
 
-- posted:   the post's step in plain PyTorch: input (B, 1, 10), MSE of the
-            (B, 1, 1) output against the (B, 1) target, broadcast to (B, B, 1); Adam;
-- fixed:    the loss shape fixed (`pred.squeeze(-1)`); Adam (its default, foreach on CUDA);
-- fused:    fixed + `torch.optim.Adam(fused=True)`;
-- compiled: fixed + `torch.compile(model, mode="reduce-overhead")` (CUDA graphs
-            inside; the loss and Adam stay eager);
-- graphed:  fixed, the whole step (forward, backward, `Adam(capturable=True)`)
-            captured in one `torch.cuda.CUDAGraph` and replayed (PyTorch's
-            "whole network capture");
-- ddp:      fixed under DDP at world size 1 (its built-in C++ all-reduce), for reference.
-
-Every lever trains the same MLP from the same seed on the same batches, made
-once on the device (the loader is notebook 05's subject, not a lever here).
-Timing: a CUDA event recorded on the current stream before each step and after
-the last, one synchronize after the round; a step's time is the gap between
-consecutive events (on CPUs, `time.perf_counter` between steps). The gaps add
-up to the round's wall time, so a launch-bound step counts the GPU's wait for
-the host. Each round also keeps synchronize + perf_counter around all its steps,
-divided by the step count, as a cross-check. Defined in notebook 06_case2_breakeven.
+The levers are the keys of `LEVERS` (posted, fixed, fused, compiled, graphed, ddp), each described
+there. Every lever trains the same MLP from the same seed on the same batches, made once on the device
+(the loader is notebook 05's subject, not a lever here). Defined in notebook 06_case2_breakeven.
 """
 
 from __future__ import annotations
@@ -37,6 +21,8 @@ from ....tool import spread
 from ....tool.ddp import wrap_ddp
 from ..model import D_IN, mlp
 
+# posted: input (B, 1, 10); default Adam: foreach on CUDA; compiled: CUDA graphs inside, the loss and Adam
+# stay eager; graphed: PyTorch's "whole network capture"; ddp: its built-in C++ all-reduce, for reference
 LEVERS = {
     "posted": "the post's step: MSE of (B,1,1) against (B,1), broadcast to (B,B,1); Adam (default)",
     "fixed": "loss shape fixed (pred.squeeze(-1)); Adam (default)",
@@ -159,7 +145,13 @@ def one_rank_group(dev: torch.device):
 
 def time_steps(step, steps: int, warmup: int, dev: torch.device) -> dict:
     """Run `warmup` untimed steps, then `steps` timed ones: spread.summary of the
-    per-step times (s), every step time, and the wall time per step."""
+    per-step times (s), every step time, and the wall time per step.
+
+    A CUDA event recorded on the current stream before each step and after the last, one
+    synchronize after the round; a step's time is the gap between consecutive events (on CPUs,
+    `time.perf_counter` between steps). The gaps add up to the round's wall time, so a launch-bound
+    step counts the GPU's wait for the host. The wall time per step (synchronize + perf_counter
+    around all the round's steps, divided by the step count) is a cross-check."""
     cuda = dev.type == "cuda"
     for _ in range(warmup):
         step()

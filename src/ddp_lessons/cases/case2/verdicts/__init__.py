@@ -1,4 +1,4 @@
-"""Case 2's verdicts, each decided by the numbers a notebook measured (`tool.verdict`):
+"""Case 2's verdicts, each decided by the numbers a notebook measured.
 
 runs (04-05: the Lightning runs and their timing) ; breakeven (06: N GPUs
 against one, from the break-even model and the levers). A notebook calls them

@@ -23,7 +23,7 @@ POST_EPOCHS = 200  # the post's max_epochs
 # -- 04: who starts the processes, and who wins --------------------------------------
 def reused_processes(ranks: list[dict], kernel_pid: int) -> V.Verdict:
     """Under the launcher, Lightning started no process and kept the launcher's
-    process group: counted over the ranks that say so (every one must)."""
+    process group: counted over the ranks that say so (every one must). Defined in notebook 04_case2_lightning."""
     ok = [r for r in ranks if r["ppid"] == kernel_pid and r["external"] and r["same_group"]
           and not r.get("children")]
     return V.exact("Lightning reused the launcher's processes and process group on every rank",
@@ -37,7 +37,8 @@ def one_device_vs_forked(one_s, forked_s) -> V.Verdict:
     same interleaved rounds (each from the call to its return): the claim is
     that one device takes less time. Decided on the two sides' quartiles
     (`verdict.separated`): on two shared cores one round in six can be hit by
-    a busy moment of the machine, which a sign test over rounds would not survive."""
+    a busy moment of the machine, which a sign test over rounds would not survive.
+    Defined in notebook 04_case2_lightning."""
     return V.separated("one device takes less time than three forked workers (same epochs, "
                     "Lightning setup in both, fork and rendezvous in the second)",
                     forked_s, one_s, faster="b", names=("3 forked", "1 device"))
@@ -47,7 +48,7 @@ def startup_vs_fit(startup_s: float, fit_walls, factor: float = 2.0) -> V.Verdic
     """Starting spawned workers (everything the parent waited for beyond the
     slowest rank's `trainer.fit`) against each rank's fit: the claim is that the
     start-up takes more than `factor` times as long as the fit, on every rank.
-    The start-up is measured once; `factor` leaves room for its spread."""
+    The start-up is measured once; `factor` leaves room for its spread. Defined in notebook 04_case2_lightning."""
     ratios = [startup_s / w for w in fit_walls]
     return V.interval(f"starting the spawned workers takes more than {factor:g}x as long as "
                       "their whole fit", min(ratios), max(ratios), side=">", limit=factor,
@@ -67,7 +68,8 @@ def expected_syncs(samples_per_rank: int, batch_size: int, accumulate: int) -> t
 def syncs_per_epoch(calls_per_step, samples_per_rank: int, batch_size: int,
                     accumulate: int) -> V.Verdict:
     """The all-reduce calls one rank made in one epoch (`calls_per_step`, one entry
-    per micro-step) against what accumulation predicts: one per optimizer step."""
+    per micro-step) against what accumulation predicts: one per optimizer step.
+    Defined in notebook 05_case2_where_time_goes."""
     micro, steps = expected_syncs(samples_per_rank, batch_size, accumulate)
     calls = list(calls_per_step)
     return V.exact(f"with accumulate_grad_batches={accumulate}, DDP all-reduces once per optimizer "
@@ -84,7 +86,7 @@ def hook_vs_standalone(first_in_s: float, standalone_s: float, standalone_best_s
     wire time; a fit pools every size, so one disturbed size moves it little):
     the claim is that it
     is more than `factor` times the wire time, i.e. that rank spends most of
-    its interval waiting."""
+    its interval waiting. Defined in notebook 05_case2_where_time_goes."""
     lo, hi = sorted((first_in_s / standalone_s, first_in_s / standalone_best_s))
     return V.interval(f"per step, the first rank to hand over its bucket spends most of its hook interval "
                       f"waiting: the interval is more than {factor:g}x the same all-reduce alone", lo, hi,
@@ -99,7 +101,7 @@ def bytes_vs_latency(fits, nbytes: int, factor: float = 8.0) -> V.Verdict:
     fits (e.g. on the sweep's median times and on its best ones): the claim is
     that neither term is negligible, each more than 1/`factor` of the other in
     every fit. Does not hold when every fit puts one term beyond `factor` times
-    the other (latency-bound or bandwidth-bound)."""
+    the other (latency-bound or bandwidth-bound). Defined in notebook 05_case2_where_time_goes."""
     ratios = [nbytes / f["bandwidth"] / f["latency"] if f["latency"] > 0 else math.inf for f in fits]
     lo, hi = min(ratios), max(ratios)
     what = (f"bytes term / latency term, {len(fits)} fits (min .. max)" if len(fits) > 1
@@ -116,14 +118,16 @@ def bytes_vs_latency(fits, nbytes: int, factor: float = 8.0) -> V.Verdict:
 
 # -- 05: start-up against the all-reduces, as a function of the epochs --------------------
 def crossover_epochs(startup_s, allreduce_per_epoch_s) -> list[float]:
-    """Per rank: the epoch count at which the run's all-reduces add up to its start-up."""
+    """Per rank: the epoch count at which the run's all-reduces add up to its start-up.
+    Defined in notebook 05_case2_where_time_goes."""
     return [s / a if a > 0 else math.inf for s, a in zip(startup_s, allreduce_per_epoch_s, strict=True)]
 
 
 def startup_vs_allreduce(startup_s, allreduce_per_epoch_s, epochs: int, factor: float = 3.0) -> V.Verdict:
     """Per rank, start-up (process start, imports, rendezvous, Lightning setup)
     against `epochs` x that rank's all-reduce time per epoch: the claim is that the
-    start-up costs more than `factor` times all the all-reduces of an `epochs`-epoch run."""
+    start-up costs more than `factor` times all the all-reduces of an `epochs`-epoch run.
+    Defined in notebook 05_case2_where_time_goes."""
     ratios = [s / (epochs * a) if a > 0 else math.inf for s, a in zip(startup_s, allreduce_per_epoch_s, strict=True)]
     cross = crossover_epochs(startup_s, allreduce_per_epoch_s)
     what = f"{factor:g}x all the all-reduces" if factor != 1 else "all the all-reduces"
@@ -141,7 +145,7 @@ def randn_loader(randn_s, tensor_s) -> V.Verdict:
     decided on the per-round ratios (`verdict.paired`). The rounds are paired
     (each round alternates the two setups' passes), so a round's ratio does not
     move when the whole machine slows between rounds; comparing the two setups'
-    quartiles unpaired did, and flipped on a quiet 2-core machine."""
+    quartiles unpaired did, and flipped on a quiet 2-core machine. Defined in notebook 05_case2_where_time_goes."""
     return V.paired("a loader pass over tensors made once takes less time than one that draws "
                     "torch.randn per item", randn_s, tensor_s, faster="b", names=("randn", "tensors"))
 
@@ -149,7 +153,8 @@ def randn_loader(randn_s, tensor_s) -> V.Verdict:
 def log_every_step(every_s, rare_s) -> V.Verdict:
     """`training_step` (median per fit) with `self.log` every step against every
     50th, in the same interleaved rounds: the claim is that logging rarely is faster,
-    decided on the per-round ratios (`verdict.paired`, as `randn_loader`)."""
+    decided on the per-round ratios (`verdict.paired`, as `randn_loader`).
+    Defined in notebook 05_case2_where_time_goes."""
     return V.paired("training_step takes less time with self.log every 50th step than every step",
                     every_s, rare_s, faster="b", names=("every step", "every 50th"))
 
@@ -163,7 +168,7 @@ def per_round(rec: dict, name: str, key: str) -> list[float | None]:
     """Variant `name`'s value in each round of a pairs record, in round order
     (None for a failed run). `key`: 'step' (its median micro-step after warm-up),
     'training_step' (median of the forward phase: the model, the loss, self.log,
-    the NVML block when on) or 'wall' (trainer.fit, seconds)."""
+    the NVML block when on) or 'wall' (trainer.fit, seconds). Defined in notebook 05_case2_where_time_goes."""
     if key not in KEYS:
         raise ValueError(f"key={key!r}: use one of {sorted(KEYS)}")
     runs = [r for r in rec["results"]["runs"] if r["name"] == name]
@@ -179,7 +184,7 @@ def per_round(rec: dict, name: str, key: str) -> list[float | None]:
 
 
 def spread_line(values, unit_scale: float = 1e3, unit: str = "ms") -> str:
-    """'median m (min .. max over n rounds)' of the rounds that ran."""
+    """'median m (min .. max over n rounds)' of the rounds that ran. Defined in notebook 05_case2_where_time_goes."""
     v = [x * unit_scale for x in values if x is not None]
     return (f"median {statistics.median(v):.2f} {unit} ({min(v):.2f} .. {max(v):.2f} over {len(v)} rounds)"
             if v else "no round ran")
@@ -187,7 +192,7 @@ def spread_line(values, unit_scale: float = 1e3, unit: str = "ms") -> str:
 
 def nvml_in_training_step(rec: dict) -> V.Verdict:
     """NVML block every step against none (fixed test, Lightning): the claim is
-    that `training_step` takes less time without it, in every round."""
+    that `training_step` takes less time without it, in every round. Defined in notebook 05_case2_where_time_goes."""
     return V.paired("without the NVML block, training_step takes less time",
                     per_round(rec, "fixed-nvml", "training_step"), per_round(rec, "fixed", "training_step"),
                     faster="b", names=("NVML", "none"))
@@ -195,14 +200,14 @@ def nvml_in_training_step(rec: dict) -> V.Verdict:
 
 def nvml_in_step(rec: dict) -> V.Verdict:
     """The same pair on the whole micro-step (data wait, Lightning's loop,
-    backward, optimizer too)."""
+    backward, optimizer too). Defined in notebook 05_case2_where_time_goes."""
     return V.paired("without the NVML block, the whole micro-step takes less time",
                     per_round(rec, "fixed-nvml", "step"), per_round(rec, "fixed", "step"),
                     faster="b", names=("NVML", "none"))
 
 
 def nvml_added(rec: dict) -> list[float | None]:
-    """Per round: what the NVML block added to training_step (s)."""
+    """Per round: what the NVML block added to training_step (s). Defined in notebook 05_case2_where_time_goes."""
     on, off = per_round(rec, "fixed-nvml", "training_step"), per_round(rec, "fixed", "training_step")
     return [None if a is None or b is None else a - b for a, b in zip(on, off, strict=True)]
 
@@ -210,7 +215,7 @@ def nvml_added(rec: dict) -> list[float | None]:
 def nvml_held_vs_fresh(res: dict) -> V.Verdict:
     """The block's calls where NVML is held open against those in a new process
     (`case2.nvml.costs`): the claim is that held, a call takes less time.
-    Decided on the two sets of calls' quartiles."""
+    Decided on the two sets of calls' quartiles. Defined in notebook 05_case2_where_time_goes."""
     return V.separated("with NVML held open the post's block takes less time per call than in a new process",
                        res["calls"], res["held"]["calls"], faster="b", names=("new process", "held"))
 
@@ -218,7 +223,7 @@ def nvml_held_vs_fresh(res: dict) -> V.Verdict:
 def nvml_below_standalone(rec: dict, per_call_s: float) -> V.Verdict:
     """What the block added to training_step, per round, against the standalone
     per-call figure of a process where nothing holds NVML open: the claim is
-    that inside the fit it costs less than that figure says."""
+    that inside the fit it costs less than that figure says. Defined in notebook 05_case2_where_time_goes."""
     return V.repeats("inside the GPU fit the NVML block adds less to a step than the standalone "
                      "per-call figure (nothing holding NVML open)",
                      [x * 1e3 if x is not None else None for x in nvml_added(rec)],
@@ -229,7 +234,7 @@ def nvml_below_standalone(rec: dict, per_call_s: float) -> V.Verdict:
 def posted_vs_fixed(rec: dict, key: str = "wall") -> V.Verdict:
     """The posted test against the fixed one (which also drops accumulation:
     an optimizer step on every micro-step): the claim is that the fixed one
-    takes less time per fit, in every round."""
+    takes less time per fit, in every round. Defined in notebook 05_case2_where_time_goes."""
     return V.paired(f"the fixed test takes less time than the posted one ({KEYS[key]})",
                     per_round(rec, "posted", key), per_round(rec, "fixed", key),
                     faster="b", names=("posted", "fixed"))
