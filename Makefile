@@ -67,7 +67,7 @@ quick: install-test
 nbval: install-test
 	$(BIN)/python -m pytest $(NBVAL) notebooks
 
-# The torchrun exit race, 20 runs in a row (`make test` runs the loop 3 times).
+# The torchrun exit race, 20 runs in a row (`make test` runs the loop twice).
 stress: install-test
 	DDP_LESSONS_STRESS_RUNS=20 $(BIN)/python -m pytest tests/test_torchrun_stress.py
 

@@ -156,14 +156,14 @@ def test_killed_worker_reports_signal():
 
 @pytest.mark.slow
 def test_skipped_collective_times_out_naming_unfinished_ranks():
-    # 10 s: rank 1 must have started (two spawned interpreters importing torch)
-    # and finished before the deadline, also on a busy 2-core machine.
+    # 5 s from every rank's start (start-up has its own allowance): time enough for rank 1 to
+    # skip the collective and return, also on a busy 2-core machine.
     t0 = time.monotonic()
     with pytest.raises(WorkerTimeout) as info:
-        launch(toy.fail_on, (1, "skip"), world_size=2, timeout=10)
-    assert time.monotonic() - t0 < 10 + 5
+        launch(toy.fail_on, (1, "skip"), world_size=2, timeout=5)
     assert info.value.unfinished == (0,) and info.value.finished == (1,)
-    assert info.value.summary.startswith("rank(s) 0 did not finish within 10 s of every rank's start (rank(s) 1 did)")
+    assert info.value.summary.startswith("rank(s) 0 did not finish within 5 s of every rank's start (rank(s) 1 did)")
+    assert time.monotonic() - t0 < 5 + 120 + 5  # start-up allowance included
 
 
 @pytest.mark.slow

@@ -54,7 +54,7 @@ def test_every_name_a_notebook_calls_says_which_notebook_defines_it():
     assert len(called) > 100   # the reader above still finds the notebooks' calls
     wrong = []
     for key, (obj, first) in sorted(called.items()):
-        said = re.findall(r"Defined in notebook (\d\d_\w+)", inspect.getdoc(obj) or "")
+        said = re.findall(r"Defined in notebook\s+(\d\d_\w+)", inspect.getdoc(obj) or "")
         if said != [first]:
             wrong.append(f"{key}: first called in {first}, its docstring says {said or 'nothing'}")
     assert not wrong, "\n".join(wrong)

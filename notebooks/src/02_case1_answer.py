@@ -234,12 +234,12 @@ verdicts.distributed_count_equal(single["counts"], padded[0]["counts"], "evaluat
 
 # %% [markdown]
 # ## All of the answer: each fix alone, then one after the other
-# Every row is the posted setup plus the fixes it names (`case1_ablation.variants`), 6 steps each, in one
+# Every row is the posted setup plus the fixes it names (`ablation.variants`), 4 steps each, in one
 # launch. The exact columns first: what each fix changed in the work itself.
 
 # %%
 from ddp_lessons.cases.case1 import ablation
-abl = ablation.variants(steps_limit=6)
+abl = ablation.variants(steps_limit=4)
 abl_runs = dict(zip(abl, by_run(launch(case1.train_many, (list(abl.values()), None, 1),
                                         world_size=where.world_size, threads=1)), strict=True))
 abl_rows = ablation.table(abl_runs)

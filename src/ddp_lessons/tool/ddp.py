@@ -29,8 +29,8 @@ def sync(device: torch.device) -> None:
 
 def gradient_bytes(model: nn.Module, dtype: torch.dtype | None = None) -> int:
     """Bytes of gradient DDP all-reduces per step: every trainable parameter,
-    used or not, at `dtype` (default: each parameter's own). Defined in notebook
-    01_case1_broken. Defined in notebook 01_case1_broken."""
+    used or not, at `dtype` (default: each parameter's own).
+    Defined in notebook 01_case1_broken."""
     params = [p for p in unwrap(model).parameters() if p.requires_grad]
     if dtype is None:
         return sum(p.numel() * p.element_size() for p in params)

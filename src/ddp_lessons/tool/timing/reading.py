@@ -38,8 +38,8 @@ def timed_steps(value, skip: int = 0) -> list[dict]:
 
 
 def rank_account(value) -> dict:
-    """Where all of one rank's time went (startup, steps, outside work, remainder). Defined in notebook
-    05_case2_where_time_goes."""
+    """Where all of one rank's time went (startup, steps, outside work, remainder).
+    Defined in notebook 07_diagnose_your_own_run."""
     return _result(value)["account"]
 
 
