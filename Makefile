@@ -1,6 +1,6 @@
 # The course's two commands (see README):
 #   make lab    set up, then open the course in JupyterLab
-#   make test   set up with the test tools, then run every test: lint, unit tests, every notebook under nbval beside the browser test
+#   make test   set up with the test tools, then run every test: lint, unit tests, every notebook under nbval, the browser test
 PY          ?= python3.11
 VENV        := .venv
 BIN         := $(VENV)/bin
@@ -54,18 +54,8 @@ browser-deps:
 lint: install-test
 	$(BIN)/python -m ruff check src tests scripts benchmarks notebooks/src
 
-# The unit and multi-process tests first; then nbval with the browser test beside it. The browser
-# test mostly waits on Chromium and JupyterLab, so it shares the 2 cores with nbval instead of adding
-# its minute and a half after it (nbval's verdicts hold beside two busy processes: make verdicts HOG=2).
-BROWSER_LOG := artifacts/browser-test.log
 test: install-test browser-deps lint
-	$(BIN)/python -m pytest tests --ignore=tests/test_browser.py
-	@mkdir -p artifacts; \
-	$(BIN)/python -m pytest tests/test_browser.py > $(BROWSER_LOG) 2>&1 & browser=$$!; \
-	$(BIN)/python -m pytest $(NBVAL) notebooks; nbval=$$?; \
-	wait $$browser; browser=$$?; \
-	echo "---- the browser test (ran beside nbval; its log: $(BROWSER_LOG)) ----"; cat $(BROWSER_LOG); \
-	test $$nbval -eq 0 && test $$browser -eq 0
+	$(BIN)/python -m pytest $(NBVAL) tests notebooks
 
 unit: install-test
 	$(BIN)/python -m pytest tests --ignore=tests/test_browser.py

@@ -142,3 +142,13 @@ def test_cli_saves_a_loadable_record(root, tmp_path, capsys):
     assert rec["kind"] == "case1" and rec["config"]["options"]["drop_heads"] is True
     assert rec["results"]["ranks"][0]["epochs"][0]["steps"] == 2
     assert "saved" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_each_run_of_train_many_counts_only_its_own_start_up(root):
+    # Two runs in one process: the second's start-up is its own set-up, not the first run.
+    o = case1.Options.fixed(steps_limit=3, evaluation="none", **FAST)
+    first, second = launch(case1.train_many, ([o, o], root, 1), world_size=1)[0]
+    a1, a2 = first["timer"]["account"], second["timer"]["account"]
+    # from the process's start it would hold all of the first run, and more
+    assert a2["startup"] < a1["startup"] + a1["wall"]

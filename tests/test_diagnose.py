@@ -63,6 +63,13 @@ def test_each_finding_appears_when_its_numbers_say_so_and_only_then(cause):
     assert cause not in diagnose(no).causes
 
 
+def test_outside_work_on_a_single_rank_is_not_called_uneven():
+    (one,) = diagnose(run(world=1, outside={"eval": 2.0})).findings[:1]
+    assert one.cause == OUTSIDE and "only rank" in one.detail and "wait" not in one.detail
+    two = diagnose(run(outside=[{"eval": 2.0}, {"eval": 0.01}])).findings[0]
+    assert two.cause == OUTSIDE and "the others wait for it" in two.detail
+
+
 def test_the_vocabulary_is_complete_and_each_finding_says_what_to_do():
     assert set(CASES) == set(CAUSES)
     f = diagnose(run(outside={"eval": 2.0}, data=0.02)).findings[0]
@@ -145,6 +152,26 @@ def test_compare_refuses_one_run_and_an_unknown_baseline_and_plots():
         compare({"a": _repeats(2, 0.02, 0.01), "b": _repeats(2, 0.02, 0.01)}, baseline="c")
     c = compare({"a": _repeats(2, 0.02, 0.01), "b": _repeats(2, 0.03, 0.01)})
     assert "scaling" in str(c) and plots.comparison(c).axes
+
+
+def test_compare_paired_refuses_unequal_repeats_and_keeps_a_failed_round_in_place():
+    a, b = _repeats(1, 0.02, 0.01, k=5), _repeats(1, 0.03, 0.01, k=4)
+    with pytest.raises(ValueError, match="same number of repeats: got 'a' 5, 'b' 4"):
+        compare({"a": a, "b": b}, paired=True)
+    # b is slower in every round; a round b lost (no throughput) must not shift the pairing
+    b = _repeats(1, 0.03, 0.01, k=5)
+    c = compare({"a": a, "b": b}, paired=True)
+    assert c.verdicts["b"].fails
+
+
+def test_compare_prints_every_magnitude_in_its_own_column():
+    c = compare({"1 rank": _repeats(1, 41.27, 0.01), "2 ranks": _repeats(2, 0.00021, 0.01)})
+    text = str(c).split("\nsamples/s:")[0]   # the table, above its legend and the verdicts
+    assert "e+" not in text and "e-" not in text
+    assert "41.3 s" in text and "210 us" in text
+    header, first, second = text.splitlines()[:3]
+    assert len(first) == len(second) == len(header)   # the columns line up
+    assert "  " in first.split("41.3 s")[0]           # and never run into each other
 
 
 # -- real runs -----------------------------------------------------------------

@@ -57,6 +57,20 @@ def test_reference_outputs_are_complete(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_every_stored_image_decodes(path):
+    # what a reader's JupyterLab draws from the stored outputs (the browser test opens one notebook)
+    import base64
+
+    import matplotlib.image
+    nb = nbformat.read(path, as_version=4)
+    images = [o.data["image/png"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if "image/png" in o.get("data", {})]
+    for png in images:
+        pixels = matplotlib.image.imread(io.BytesIO(base64.b64decode(png)), format="png")
+        assert pixels.shape[0] > 10 and pixels.shape[1] > 10
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
 def test_frame_names_neighbours_and_ends_on_exercises(path):
     nb = nbformat.read(path, as_version=4)
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")

@@ -41,3 +41,18 @@ def test_nccl_lines_are_sorted_by_subject():
 def test_no_sync_accumulation_gives_the_large_batch_gradient_with_one_allreduce():
     acc = launch(accumulate.accumulate, kwargs={"k": 3}, world_size=2, threads=1, backend="gloo")[0]
     assert acc["allreduce_calls"] == 1 and acc["max_abs_diff"] <= 1e-5 * acc["max_abs_grad"]
+
+
+def test_a_run_that_lowered_the_threads_does_not_lower_the_next_runs():
+    from ddp_lessons.cases.own import plan
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)            # the launcher's share of the cores for this rank
+        plan.launch_threads.cache_clear()
+        broken = Options.broken()
+        assert plan.workers_and_threads(broken, "cpu", 2)[1] == 2
+        torch.set_num_threads(1)            # what a fixed run leaves behind in the process
+        assert plan.workers_and_threads(broken, "cpu", 2)[1] == 2
+    finally:
+        torch.set_num_threads(before)
+        plan.launch_threads.cache_clear()

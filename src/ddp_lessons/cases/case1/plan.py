@@ -56,8 +56,10 @@ class Plan:
     keep_qids: bool                   # record each epoch's qids (train's argument)
 
 
-def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True) -> tuple[Plan, StepTimer]:
-    """The plan of one rank's run under `o`, and the StepTimer on its model.
+def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True,
+          run_start="process") -> tuple[Plan, StepTimer]:
+    """The plan of one rank's run under `o`, and the StepTimer on its model (`run_start`: where
+    this run's start-up began, the timer's).
 
     Call order is the loop's contract: the seed is set right before the model
     is made, and the timer's comm hook is registered right after DDP wraps it.
@@ -68,6 +70,8 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True) -
     # (parts.core_budget), set before any loader process is forked.
     nw, threads = rank_budget(o, dev.type)
     torch.set_num_threads(threads)
+    if dev.type == "cuda":  # this run's peak, not the process's: several runs may share the process
+        torch.cuda.reset_peak_memory_stats(dev)
     root = data_root or tiny_dataset()["root"]
     trainset, testset = VQAFeatureDataset(root, "train"), VQAFeatureDataset(root, "test")
     log = Log(writes=o.log_ranks == "all" or rank == 0)
@@ -77,7 +81,7 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True) -
     # ddp_logging: on a GPU the exposed all-reduce comes from DDP's own timings; their cost
     # (a wait on CUDA events per step, ~0.1 ms) is lost in case 1's 200 ms steps.
     timer = StepTimer(model if wrapped else None, device=dev, hook=compression_hook(o.comm_dtype),
-                      batch_size=bs, ddp_logging=True)
+                      batch_size=bs, ddp_logging=True, run_start=run_start)
     sampler = train_sampler(o, trainset)
     train_loader = make_loader(o, trainset, bs, sampler, nw, dev.type == "cuda", shuffle=True)
     evaluator = _evaluator(o, model, testset, bs, nw, rank, world, dev)

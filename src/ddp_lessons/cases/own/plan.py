@@ -6,6 +6,7 @@ optimizer, sampler, loader, test set, evaluator. The loops in `train` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable
 
@@ -36,10 +37,18 @@ class Rank:
     threads: int
 
 
+@functools.cache
+def launch_threads() -> int:
+    """This rank's intra-op threads as the launcher set them (its share of the cores), read once per
+    process: a run that lowered them (the fixed setup) must not lower the next one (07's rounds
+    alternate setups in one process)."""
+    return torch.get_num_threads()
+
+
 def workers_and_threads(o: Options, device_type: str, ranks: int) -> tuple[int, int]:
     """Loader workers and torch threads of this rank: as set, or the core budget
     of `ranks` ranks sharing this machine's cores."""
-    threads = torch.get_num_threads()   # the launcher set the rank's share of cores
+    threads = launch_threads()
     if o.num_workers != "budget":
         return o.num_workers, threads
     b = cores.budget(runtime.cpu_count(), ranks, device_type)

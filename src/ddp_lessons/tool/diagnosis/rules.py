@@ -77,9 +77,13 @@ def outside_findings(ms, world) -> list:
         if share < MIN_SHARE:
             continue
         even = min(per) > 0 and max(per) <= EVEN * min(per)
-        how = (f"on every rank ({min(per):.3g} .. {max(per):.3g} s): if each rank does the whole of it, "
-               f"it is done {world} times" if even and world > 1
-               else f"uneven across ranks (s per rank: {_fmt_ranks(per)}): the others wait for it")
+        if world <= 1 or len(per) == 1:  # nobody to wait for it, and nothing to share it with
+            how = f"{per[i]:.3g} s on the only rank: it adds to the run's time as it is"
+        elif even:
+            how = (f"on every rank ({min(per):.3g} .. {max(per):.3g} s): if each rank does the whole of it, "
+                   f"it is done {world} times")
+        else:
+            how = f"uneven across ranks (s per rank: {_fmt_ranks(per)}): the others wait for it"
         out.append((OUTSIDE, name, per[i], share, per, f"{name!r} {how}"))
     return out
 

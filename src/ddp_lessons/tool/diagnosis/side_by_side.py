@@ -55,20 +55,42 @@ class Comparison:
     metric: str
 
     def __str__(self) -> str:
-        lines = [f"{'run':<18}{'ranks':>6}{'repeats':>8}{'step ms':>18}{'samples/s':>22}{'scaling':>9}"]
+        head = ["run", "ranks", "repeats", "step: median (min..max)", "samples/s: median (min..max)", "scaling"]
+        rows = [head]
         for name, r in self.rows.items():
             st, tp = r["step"], r[self.metric]
-            tps = f"{tp['median']:.4g} ({tp['min']:.4g}..{tp['max']:.4g})" if tp else "n/a (no batch_size)"
-            sc = f"{r['scaling']:.2f}" if r.get("scaling") is not None else "-"
-            lines.append(f"{name:<18}{r['world_size']:>6}{r['repeats']:>8}"
-                         f"{st['median'] * 1e3:>8.3g} ({st['min'] * 1e3:.3g}..{st['max'] * 1e3:.3g})"
-                         f"{tps:>22}{sc:>9}")
+            rows.append([name, str(r["world_size"]), str(r["repeats"]),
+                         f"{_time(st['median'])} ({_time(st['min'])}..{_time(st['max'])})",
+                         f"{_num(tp['median'])} ({_num(tp['min'])}..{_num(tp['max'])})" if tp
+                         else "n/a (no batch_size)",
+                         _scale(r["scaling"]) if r.get("scaling") is not None else "-"])
+        # every column as wide as its widest cell, two spaces apart: readable at any magnitude
+        widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                           for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
         lines.append(f"samples/s: {self.metric}; scaling: median over the baseline {self.baseline!r}")
         lines += [str(v) for v in self.verdicts.values()]
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
+
+
+def _time(s: float) -> str:
+    """A duration in the unit that keeps it short: us, ms or s, three significant figures."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale or unit == "us":
+            return f"{s / scale:.3g} {unit}" if s / scale < 1000 else f"{s / scale:,.0f} {unit}"
+    return f"{s:.3g} s"
+
+
+def _scale(x: float) -> str:
+    return f"{x:.2f}" if x < 1000 else f"{x:,.0f}"
+
+
+def _num(x: float) -> str:
+    """A rate with three significant figures, digits grouped above 1,000 (never in exponent form)."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
 
 
 def _summ(values):
@@ -100,6 +122,11 @@ def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "sam
                    "phases": {k: _summ(r["phases"].get(k) for r in rs)
                               for k in dict.fromkeys(k for r in rs for k in r["phases"])},
                    "values": [r[metric] for r in rs]}
+    if paired and len({len(r["values"]) for r in rows.values()}) > 1:
+        raise ValueError("paired=True compares repeats made in the same interleaved rounds, so every run needs "
+                         "the same number of repeats: got " + ", ".join(f"{n!r} {len(r['values'])}"
+                                                                      for n, r in rows.items())
+                         + " (drop the unmatched repeats, or compare unpaired)")
     base = rows[baseline]
     verdicts = {}
     for n, row in rows.items():  # scaling: a run's median throughput over the baseline's
@@ -112,11 +139,12 @@ def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "sam
 
 def _verdict(name, values, base_name, base, paired):
     claim = f"{name} has a higher throughput than {base_name}"
-    v, b = [x for x in values if x], [x for x in base if x]
     if paired:  # repeats interleaved, A B B A ..., the same count: the per-round ratios
-        # per round, time per sample: lower is faster; B (this run) faster means higher throughput
-        return verdict.paired(claim, [1 / x for x in b], [1 / x for x in v], faster="b",
-                              names=(base_name, name))
+        # per round, time per sample: lower is faster; B (this run) faster means higher throughput. A
+        # round without a throughput stays in place (None), so the rounds stay paired.
+        inv = lambda xs: [1 / x if x else None for x in xs]  # noqa: E731
+        return verdict.paired(claim, inv(base), inv(values), faster="b", names=(base_name, name))
+    v, b = [x for x in values if x], [x for x in base if x]
     if min(len(v), len(b)) < spread.MIN_ROUNDS:
         return verdict.Verdict(claim, verdict.UNRESOLVED, {"repeats": f"{len(v)} and {len(b)}"},
                                f"needs at least {spread.MIN_ROUNDS} repeats of each run to know the spread")
