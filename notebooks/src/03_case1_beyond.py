@@ -22,7 +22,7 @@ import torch
 from ddp_lessons import diagnose, launch, place
 from ddp_lessons.tool import allreduce, plots, records, runtime
 from ddp_lessons.tool.ddp import gradient_bytes
-from ddp_lessons.course import diagnosis_verdicts, replay
+from ddp_lessons.course import replay
 from ddp_lessons.cases import case1
 from ddp_lessons.cases.case1 import buckets, by_run, gap, per_rank, verdicts
 from ddp_lessons.cases.case1.data import VQAFeatureDataset
@@ -209,8 +209,11 @@ verdicts.scaling_below(fixed_rounds, limit=1.0).show();
 
 # %% [markdown]
 # What remains in the fixed run, read by `ddp_lessons.diagnose` (its figures and order vary from run to run
-# and are not compared), and checks that its account holds the evaluation on both ranks now, as the
-# distributed evaluation above does it, and that it no longer names work outside the steps as a cause:
+# and are not compared), and a check that its account holds the evaluation on both ranks now, as the
+# distributed evaluation above does it. Split in two, each rank's share of the evaluation is small; whether
+# diagnose still lists it depends on that share against its 3% threshold, which this short run sits near
+# (the table above shows where it fell this time). The run's start-up is its own here: `train_many` gives
+# each run its own start, so the runs made before it in the same process do not count.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -218,8 +221,7 @@ remains = diagnose(runs["fixed, full epoch"])
 remains
 
 # %%
-verdicts.diagnosis_shares_evaluation(remains.ranks).show()
-diagnosis_verdicts.omits(remains.causes, "outside_steps", "work outside the steps on the fixed run").show();
+verdicts.diagnosis_shares_evaluation(remains.ranks).show();
 
 # %% [markdown]
 # ## The post's gap: 105 s on one RTX 3090, 133 s on two (modelled)

@@ -1,7 +1,7 @@
 """Verdicts on a `Diagnosis`: a lesson checks what `diagnose` says against what
 the lesson measured itself. Each takes `Diagnosis.causes` (most costly first)
 and comes out either way (tests/test_diagnose_claims.py).
-Defined in notebook 01_case1_broken; used in 03, 05 and 07.
+Defined in notebook 01_case1_broken; used in 05 and 07.
 """
 
 from __future__ import annotations
@@ -27,9 +27,3 @@ def names(causes: list, expected: list, label: str) -> V.Verdict:
                    what="the lesson's causes it names",
                    numbers=_findings(causes) | {"missing": ", ".join(missing) or "none"})
 
-
-def omits(causes: list, cause: str, label: str) -> V.Verdict:
-    """`diagnose` no longer names `cause` among its findings (a fixed run: what remains).
-    Defined in notebook 03_case1_beyond."""
-    return V.exact(f"diagnose no longer names {label}", int(cause in causes), expected=0,
-                   what=f"'{cause}' among the findings", numbers=_findings(causes))
