@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ddp_lessons.tool import verdict as V
-from ddp_lessons.tool.allreduce import allreduce_time
+from ddp_lessons.tool.allreduce import estimate
 from ddp_lessons.cases.case1 import buckets, verdicts, gap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +158,7 @@ def test_ready_order_is_the_backward_order():
 def test_gap_row_is_the_cost_model():
     r = gap.row(8, 3e9, 3058, 1_500_000_000, 0.6)
     assert r["steps1"] == 383 and r["steps2"] == 192
-    assert r["comm"] == pytest.approx(allreduce_time(1_500_000_000, 3e9, 50e-6, world=2))
+    assert r["comm"] == pytest.approx(estimate(1_500_000_000, 3e9, 50e-6, world=2))
     assert r["epoch2_none"] == pytest.approx(192 * (105 / 383 + r["comm"]))
     assert r["epoch2_best"] < r["epoch2_none"]
 

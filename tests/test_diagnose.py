@@ -70,6 +70,30 @@ def test_outside_work_on_a_single_rank_is_not_called_uneven():
     assert two.cause == OUTSIDE and "the others wait for it" in two.detail
 
 
+def _evaluation_on_rank_0_while_rank_1_waits(waited: float):
+    """Rank 0 evaluates for 2 s after its steps; rank 1's next step waits `waited` s in its all-reduce."""
+    r0 = fake(0, n=10, outside={"eval": 2.0})
+    r0["outside"].append({"name": "eval", "start": 100.0, "end": 101.0})   # a later one, overlapping nothing
+    r1 = fake(1, n=11)
+    s = r1["steps"][-1]
+    s.update(t_start=r0["outside"][0]["start"], wait=waited, exposed=waited, step_time=s["step_time"] + waited)
+    wall = s["t_start"] + s["step_time"]
+    r1["account"] = account(wall, r1["steps"], [], 0.1)
+    return [r0, r1]
+
+
+def test_a_peers_outside_work_is_charged_once_to_that_work():
+    d = diagnose(_evaluation_on_rank_0_while_rank_1_waits(1.9))
+    assert WAITING not in d.causes                  # rank 1's 1.9 s wait is the evaluation's, not a slow rank's
+    ev = d.findings[d.causes.index(OUTSIDE)]
+    assert ev.per_rank == pytest.approx([2.0, 1.9]) and "others' waits" in ev.detail
+    # the same wait without a peer's outside work beside it stays a wait
+    r0, r1 = _evaluation_on_rank_0_while_rank_1_waits(1.9)
+    r0["outside"] = []
+    r0["account"] = account(r0["steps"][-1]["t_start"] + 3.0, r0["steps"], [], 0.1)
+    assert WAITING in diagnose([r0, r1]).causes
+
+
 def test_the_vocabulary_is_complete_and_each_finding_says_what_to_do():
     assert set(CASES) == set(CAUSES)
     f = diagnose(run(outside={"eval": 2.0}, data=0.02)).findings[0]

@@ -218,9 +218,10 @@ diagnosis_verdicts.names(found.causes, ["exposed_allreduce", "outside_steps"],
 
 # %% [markdown]
 # Where the table lists "work outside the steps: evaluation" uneven across ranks, it is this: one rank's
-# evaluation the other waits for. "Ranks waiting for a slower rank", where listed, is another sum: each
-# step's wait for the last rank to finish its backward pass, over every step; the evaluation is not in it,
-# as it happens outside the steps. Start-up (from process start to the first step) counts
+# evaluation the other waits for. Its seconds per rank are the evaluation on rank 0 and, on rank 1, the
+# waits that fell while rank 0 evaluated ("the others' waits for it"): each second is counted once, with
+# the work that caused it. "Ranks waiting for a slower rank", where listed, holds the other waits: each
+# step's wait for the last rank to finish its backward pass. Start-up (from process start to the first step) counts
 # in each rank's wall time and does not grow with the run, so its share falls as a run gets longer.
 #
 # Where the verdict on the first all-reduce holds, rank 1's extra blocked time is rank 0's evaluation: the loader restart is on

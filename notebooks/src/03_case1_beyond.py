@@ -237,7 +237,7 @@ print(f"with heads {with_heads / 1e9:.3f} GB, without {no_heads / 1e9:.3f} GB pe
 # **A labelled model, not a measurement.** Assumptions (`case1.gap` states each): the post's batch size is
 # unknown, so every batch from 8 to 32 is a row; one GPU's step T1 = 105 s / steps per epoch (data loading
 # included); each of two GPUs keeps the per-rank batch and T1; the all-reduce of the gradients (heads
-# included, as posted) costs `allreduce.allreduce_time` = latency (50 us) + bytes x 2(n-1)/n / busbw, with
+# included, as posted) costs `allreduce.estimate` = latency (50 us) + bytes x 2(n-1)/n / busbw, with
 # busbw the effective rate of the PCIe link (GeForce cards have no P2P, so NCCL copies through host memory;
 # the width of the slot the second card sits in decides the rate); exposed time lies between none overlapped
 # and as much as the backward pass can hide (its share of the step from the recorded GPU rounds below).

@@ -141,7 +141,7 @@ def algbw_from_busbw(busbw: float, world: int) -> float:
     return busbw * world / (2 * (world - 1))
 
 
-def allreduce_time(nbytes: float, busbw: float, latency: float = 0.0, world: int = 2) -> float:
+def estimate(nbytes: float, busbw: float, latency: float = 0.0, world: int = 2) -> float:
     """The same model from a link's bus bandwidth (nccl-tests' busbw, what a
     datasheet or a ring gives): latency + bytes * 2(n-1)/n / busbw."""
     return predict_time(nbytes, {"latency": latency, "bandwidth": algbw_from_busbw(busbw, world)})

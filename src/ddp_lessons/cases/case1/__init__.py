@@ -20,11 +20,11 @@ from .options import Options, parse_override
 from . import scaling
 from .posted import run_without_launcher
 from .replay import rerun
-from .readout import allreduce_time, by_run, epoch_span, per_rank, throughput
+from .readout import by_run, epoch_span, per_rank, throughput
 from .synthetic import TINY_DATA, make_vqa_dataset, tiny_dataset
 from .train import evaluate_worker, train, train_many
 
 __all__ = ["Options", "parse_override", "train", "train_many", "evaluate", "evaluate_worker",
            "TINY_DATA", "tiny_dataset", "VQAFeatureDataset", "make_vqa_dataset",
-           "allreduce_time", "by_run", "epoch_span", "per_rank", "throughput",
+           "by_run", "epoch_span", "per_rank", "throughput",
            "run_without_launcher", "rerun", "scaling"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ...tool.allreduce import allreduce_time
+from ...tool import allreduce
 from ...tool.ddp import gradient_bytes
 from ...course.exercises import check, compare_choice, compare_number, exercise  # noqa: F401 - check: the notebooks'
 from .synthetic import TINY_DATA
@@ -56,5 +56,5 @@ def _bytes_saved(answer):
 @exercise("03.2")
 def _allreduce_ms(answer):
     # the M3AE-size model without heads, 2 ranks, ring all-reduce at 10 GB/s busbw
-    return compare_number(answer, allreduce_time(_m3ae_bytes(False), 10e9) * 1e3, rel_right=0.03,
+    return compare_number(answer, allreduce.estimate(_m3ae_bytes(False), 10e9) * 1e3, rel_right=0.03,
                           what="modelled all-reduce time (ms)")

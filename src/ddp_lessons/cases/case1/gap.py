@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 
-from ...tool.allreduce import allreduce_time
+from ...tool import allreduce
 
 POST = {"one_gpu_s": 105.0, "two_gpu_s": 133.0}
 # Effective busbw of the link (GB/s): PCIe 4.0 x16 is ~32 GB/s nominal per direction,
@@ -31,7 +31,7 @@ def row(batch: int, busbw: float, n_train: int, grad_bytes: int, backward_share:
     t1 = post["one_gpu_s"] / steps1
     # the all-reduce of the gradients (the posted model keeps its unused heads): latency + bytes x 2(n-1)/n
     # / busbw, busbw the effective rate of the link NCCL uses (no P2P on GeForce: copies through host memory)
-    comm = allreduce_time(grad_bytes, busbw, latency, world=2)
+    comm = allreduce.estimate(grad_bytes, busbw, latency, world=2)
     # exposed communication lies between none of it overlapped (all added to the step) and as much as the
     # backward pass can hide; the backward share comes from a recorded GPU step. Overlap is not free on a
     # GPU either: NCCL's collectives are kernels on the same SMs, so the hidden part still slows compute;

@@ -1,11 +1,9 @@
-"""Reading case 1's results: per-rank rows, epoch spans, throughput,
-and the all-reduce cost model (from `allreduce`). Plain functions of what `case1.train`
-returns. Defined in notebook 01_case1_broken.
+"""Reading case 1's results: per-rank rows, epoch spans, throughput. Plain
+functions of what `case1.train` returns. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
 
-from ...tool.allreduce import allreduce_time  # noqa: F401 - the notebooks read the model from here
 from ...tool.timing import median_step
 
 

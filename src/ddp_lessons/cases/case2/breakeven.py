@@ -12,7 +12,8 @@ import dataclasses
 import math
 import statistics
 
-from ...tool.allreduce import allreduce_time, predict_time
+from ...tool import allreduce
+from ...tool.allreduce import predict_time
 from .model import param_count
 
 
@@ -134,7 +135,7 @@ class StepModel:
         compute = self.k * self.batch * params
         if n == 1:
             return max(self.one, compute)
-        return max(self.ddp, compute) + self.exposed * allreduce_time(4 * params, self.busbw, self.latency, n)
+        return max(self.ddp, compute) + self.exposed * allreduce.estimate(4 * params, self.busbw, self.latency, n)
 
     def epoch(self, width: int, n: int) -> float:
         return math.ceil(math.ceil(self.size / n) / self.batch) * self.step(width, n)

@@ -28,6 +28,7 @@ def diagnose(results) -> Diagnosis:
     ranks = rank_results(results)
     world = max(int(r.get("world_size") or len(ranks)) for r in ranks)
     ms = [rules.measures(r) for r in ranks]
+    rules.charge_peer_waits(ranks, ms)   # each second of a rank's wall in at most one finding
     found = [Finding(cause, what, secs, share, per, detail, CAUSES[cause][1], CAUSES[cause][2])
              for cause, what, secs, share, per, detail in rules.all_findings(ms, world)]
     first = ranks[0]

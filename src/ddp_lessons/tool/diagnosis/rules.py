@@ -57,6 +57,32 @@ def measures(r: dict) -> dict:
     return m
 
 
+def charge_peer_waits(ranks, ms) -> None:
+    """Charge each second once: a rank's wait inside a step that overlaps a peer's outside work
+    (rank 0 evaluating while rank 1 waits at the next all-reduce) moves from that rank's `wait` to
+    `induced[name]`, so the outside finding carries it and the waiting finding does not. Steps and
+    outside intervals are on the common clock (`timing.sync`)."""
+    if len(ranks) < 2:
+        return
+    for r, (res, m) in enumerate(zip(ranks, ms, strict=True)):
+        peers = [iv for q, other in enumerate(ranks) if q != r for iv in other.get("outside") or []]
+        induced = {}
+        for s in res["steps"]:
+            w = s.get("wait") or 0.0
+            if w <= 0 or "t_start" not in s:
+                continue
+            a, b = s["t_start"], s["t_start"] + s["step_time"]
+            overlap = {}  # per name, the largest overlap of one of its intervals with this step
+            for iv in peers:
+                overlap[iv["name"]] = max(overlap.get(iv["name"], 0.0), min(b, iv["end"]) - max(a, iv["start"]))
+            name = max(overlap, key=overlap.get, default=None)
+            if name is not None and overlap[name] > 0:
+                charged = min(w, overlap[name])
+                induced[name] = induced.get(name, 0.0) + charged
+        m["induced"] = induced
+        m["wait"] = max(0.0, m["wait"] - sum(induced.values()))
+
+
 def _worst(ms, key):
     """(seconds, share, per-rank list) of `key`, at the rank where it costs most."""
     per = [m[key] or 0.0 for m in ms]
@@ -71,19 +97,23 @@ def _fmt_ranks(per) -> str:
 def outside_findings(ms, world) -> list:
     out = []
     for name in dict.fromkeys(n for m in ms for n in m["outside"]):
-        per = [m["outside"].get(name, 0.0) for m in ms]
+        own = [m["outside"].get(name, 0.0) for m in ms]
+        waited = [m.get("induced", {}).get(name, 0.0) for m in ms]
+        per = [a + b for a, b in zip(own, waited, strict=True)]  # its own seconds, and the peers' waits for it
         i = max(range(len(ms)), key=lambda k: per[k])
         share = per[i] / ms[i]["wall"] if ms[i]["wall"] else 0.0
         if share < MIN_SHARE:
             continue
-        even = min(per) > 0 and max(per) <= EVEN * min(per)
+        even = min(own) > 0 and max(own) <= EVEN * min(own)
         if world <= 1 or len(per) == 1:  # nobody to wait for it, and nothing to share it with
             how = f"{per[i]:.3g} s on the only rank: it adds to the run's time as it is"
         elif even:
-            how = (f"on every rank ({min(per):.3g} .. {max(per):.3g} s): if each rank does the whole of it, "
+            how = (f"on every rank ({min(own):.3g} .. {max(own):.3g} s): if each rank does the whole of it, "
                    f"it is done {world} times")
         else:
-            how = f"uneven across ranks (s per rank: {_fmt_ranks(per)}): the others wait for it"
+            how = f"uneven across ranks (s per rank: {_fmt_ranks(own)}): the others wait for it"
+        if any(waited):
+            how += f"; the others' waits for it, s per rank: {_fmt_ranks(waited)} (counted here, not as waiting)"
         out.append((OUTSIDE, name, per[i], share, per, f"{name!r} {how}"))
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..allreduce import allreduce_time
+from .. import allreduce
 
 EFFICIENCY = 0.8  # the share of a link's nominal one-way rate a ring all-reduce's busbw reaches: an estimate
 
@@ -33,11 +33,11 @@ class Link:
 
     def allreduce_time(self, nbytes: float, world_size: int) -> float:
         """One ring all-reduce of `nbytes` on `world_size` ranks, by the course's one cost
-        model (`allreduce.allreduce_time`): 0 on one rank (nothing moves)."""
+        model (`allreduce.estimate`): 0 on one rank (nothing moves)."""
         self.check(world_size)
         if world_size < 2:
             return 0.0
-        return allreduce_time(nbytes, self.bus_bandwidth, 2 * (world_size - 1) * self.step_latency, world_size)
+        return allreduce.estimate(nbytes, self.bus_bandwidth, 2 * (world_size - 1) * self.step_latency, world_size)
 
 
 def _nominal(name: str, one_way_gb_s: float, latency_us: float, source: str, max_ranks=None) -> Link:
