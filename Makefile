@@ -9,8 +9,6 @@ TEST_STAMP  := $(VENV)/.installed-test
 # torch's build is chosen by the index it comes from, not by its version: PyTorch's own
 # CPU index, as its install page gives it (scripts/install_torch.py says what happens
 # where that index cannot be reached). A torch already in .venv (a CUDA build) is kept.
-# Installs run with --no-compile: a module is compiled when first imported, not every module of
-# every package at install (plotly and pandas alone: 14 s of install against 4 on 2 cores).
 TORCH       ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 NBVAL       := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=300
@@ -28,13 +26,13 @@ $(BIN)/python:
 $(LAB_STAMP): $(BIN)/python pyproject.toml scripts/install_torch.py
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python scripts/install_torch.py --spec '$(TORCH)' --index '$(TORCH_INDEX)'
-	$(BIN)/python -m pip install --progress-bar on --no-compile -e .
+	$(BIN)/python -m pip install --progress-bar on -e .
 	@mkdir -p $(dir $(LAB_SETTINGS))
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"autosave": false}}' > $(LAB_SETTINGS)
 	touch $(LAB_STAMP)
 
 $(TEST_STAMP): $(LAB_STAMP)
-	$(BIN)/python -m pip install --progress-bar on --no-compile -e '.[test]'
+	$(BIN)/python -m pip install --progress-bar on -e '.[test]'
 	touch $(TEST_STAMP)
 
 install: $(LAB_STAMP)

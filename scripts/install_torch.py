@@ -68,9 +68,7 @@ def main(argv=None) -> int:
     if have:
         print(f"torch {have} is already installed: left as it is")
         return 0
-    # --no-compile: Python compiles what is imported, when first imported; compiling all of torch's
-    # files at install costs seconds of CPU for modules most runs never import.
-    pip = [sys.executable, "-m", "pip", "install", "--no-compile", args.spec]
+    pip = [sys.executable, "-m", "pip", "install", args.spec]
     if reachable(args.index):
         print(f"installing {args.spec} from {args.index}", flush=True)
         return subprocess.run(pip + ["--index-url", args.index]).returncode
