@@ -58,3 +58,27 @@ def duplicated_eval(epochs=3, steps=15, batch=32, test_size=30000, width=512):
             for i in range(0, test_size, 256):
                 model.module(xt[i:i + 256]).argmax(1)
     return timer.result()
+
+
+def accumulating(no_sync: bool, k=4, optimizer_steps=6, width=512, batch=8):
+    """Gradient accumulation, each micro-step timed as a step: k micro-steps per optimizer step,
+    the first k-1 inside `no_sync()` or not. Returns the timer's result."""
+    import contextlib
+    torch.manual_seed(0)
+    model = wrap_ddp(mlp(width, 3), torch.device("cpu"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    timer = StepTimer(model, batch_size=batch)
+    data = [torch.randn(batch, 32) for _ in range(k * optimizer_steps)]
+    for i, x in enumerate(timer.data(data)):
+        last = i % k == k - 1
+        with model.no_sync() if no_sync and not last else contextlib.nullcontext():
+            with timer.phase("forward"):
+                loss = model(x).pow(2).mean() / k
+            with timer.phase("backward"):
+                loss.backward()
+        if last:
+            with timer.phase("optimizer"):
+                opt.step()
+                opt.zero_grad()
+        timer.step_done()
+    return {"timer": timer.result()}

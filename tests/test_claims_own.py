@@ -48,6 +48,12 @@ def _costs(dup, other):
 def test_largest_cost():
     assert verdicts.largest_cost(_costs(0.5, 0.1), "duplicated evaluation").holds
     assert verdicts.largest_cost(_costs(0.1, 0.5), "duplicated evaluation").fails
+    # decided on each round's sum over the ranks: one rank's swollen wait in one round does not undo it
+    swollen = _costs(0.5, 0.1)
+    swollen[0][1]["exposed all-reduce"] = 0.6
+    assert verdicts.largest_cost(swollen, "duplicated evaluation").holds
+    swollen[0][0]["exposed all-reduce"] = 0.6
+    assert verdicts.largest_cost(swollen, "duplicated evaluation").status == "not resolvable here"
 
 
 def test_gradients_allreduces_names_transport():

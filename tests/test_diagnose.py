@@ -10,7 +10,7 @@ from ddp_lessons.tool.launcher.checks import default_start_method
 from ddp_lessons import compare, diagnose, launch
 from ddp_lessons.tool import plots
 from ddp_lessons.tool.diagnosis import CAUSES
-from ddp_lessons.tool.diagnosis.causes import DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
+from ddp_lessons.tool.diagnosis.causes import ACCUMULATION, DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
 from ddp_lessons.tool.timing.account import account
 
 
@@ -44,6 +44,19 @@ def run(world=2, **per_rank):
             for r in range(world)]
 
 
+def accumulated(k=4, no_sync=False, **kw):
+    """A run whose optimizer steps every k-th step: micro-steps before it all-reduce (no_sync: they do not)."""
+    ranks = run(exposed=0.02, **kw)
+    for r in ranks:
+        for s in r["steps"]:
+            if s["step"] % k != k - 1:
+                del s["phases"]["optimizer"]
+                s["optimizer"] = 0.0
+                if no_sync:
+                    s.update(allreduce_calls=0, allreduce_bytes=0, exposed=0.0, wait=0.0)
+    return ranks
+
+
 CASES = {  # cause: (a run that must produce it, one that must not)
     OUTSIDE: (run(outside={"eval": 2.0}), run(outside={"eval": 0.01})),
     WAITING: (run(wait=[0.03, 0.0]), run(wait=0.0)),
@@ -53,6 +66,7 @@ CASES = {  # cause: (a run that must produce it, one that must not)
     DATA: (run(data=0.02), run(data=0.0)),
     HOST: (run(between=0.5), run(between=0.0)),
     STARTUP: (run(startup=3.0), run(startup=0.01)),
+    ACCUMULATION: (accumulated(), accumulated(no_sync=True)),
 }
 
 
@@ -92,6 +106,15 @@ def test_a_peers_outside_work_is_charged_once_to_that_work():
     r0["outside"] = []
     r0["account"] = account(r0["steps"][-1]["t_start"] + 3.0, r0["steps"], [], 0.1)
     assert WAITING in diagnose([r0, r1]).causes
+
+
+def test_accumulation_without_no_sync_is_named_with_its_count_and_not_also_as_exposed():
+    d = diagnose(accumulated(k=4))
+    acc = d.findings[d.causes.index(ACCUMULATION)]
+    assert "15 micro-steps" in acc.detail and "4 all-reduces per optimizer step" in acc.detail
+    # the micro-steps' exposed all-reduce is charged once: what is left as exposed is the optimizer steps'
+    exp = d.findings[d.causes.index(EXPOSED)]
+    assert exp.seconds == pytest.approx(5 * 0.02) and acc.seconds == pytest.approx(15 * 0.02)
 
 
 def test_the_vocabulary_is_complete_and_each_finding_says_what_to_do():
@@ -237,3 +260,13 @@ def test_duplicated_evaluation_ranks_first_on_a_real_run():
     # The window ends at a barrier: a rank that finishes first waits there for the other, so only
     # the last rank to arrive has a short tail (the run's timing, a margin load keeps).
     assert min(tails) < 0.05, tails
+
+
+@pytest.mark.slow
+def test_accumulation_without_no_sync_is_named_on_a_real_run_and_not_with_it():
+    without = diagnose(launch(dw.accumulating, (False,), world_size=2))
+    assert ACCUMULATION in without.causes, str(without)
+    acc = without.findings[without.causes.index(ACCUMULATION)]
+    assert "18 micro-steps" in acc.detail and "4 all-reduces per optimizer step" in acc.detail
+    assert ACCUMULATION not in diagnose(launch(dw.accumulating, (True,), world_size=2)).causes
+

@@ -119,6 +119,22 @@ def test_single_process_timer_without_ddp():
     assert set(median_step(timer.result(), skip=0)) >= {"forward", "backward", "step_time"}
 
 
+def test_a_phase_twice_in_one_step_is_refused_not_overwritten():
+    # four micro-steps of accumulation timed as one step kept only the last forward before
+    model = torch.nn.Linear(4, 1)
+    timer = StepTimer(None)
+    with timer.phase("forward"):
+        model(torch.randn(2, 4)).sum()
+    with pytest.raises(ValueError, match="'forward' entered twice in one step.*step_done"):
+        with timer.phase("forward"):
+            model(torch.randn(2, 4)).sum()
+    timer.step_done()
+    with timer.phase("forward"):   # the next step has its own
+        model(torch.randn(2, 4)).sum()
+    timer.step_done()
+    assert [set(s["phases"]) for s in timer.result()["steps"]] == [{"forward"}, {"forward"}]
+
+
 def test_busy_time_is_the_union_of_bucket_intervals():
     buckets = [{"start": 0.0, "end": 2.0, "bytes": 1}, {"start": 1.0, "end": 3.0, "bytes": 1},
                {"start": 5.0, "end": 6.0, "bytes": 2}]

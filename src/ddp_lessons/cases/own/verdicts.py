@@ -56,12 +56,17 @@ def evaluation_not_split(eval_1: list[float], eval_2: list[float], limit: float 
 
 
 def largest_cost(costs_by_round: list[list[dict]], cause: str) -> v.Verdict:
-    """`cause` costs more than every other measured cause together, on every rank of every round.
-    Defined in notebook 07_diagnose_your_own_run."""
-    ratios = [r[cause] / max(1e-12, sum(x for k, x in r.items() if k not in ("rank", cause)))
-              for ranks in costs_by_round for r in ranks]
+    """`cause` costs more than every other measured cause together, in every round, each summed
+    over the ranks: what the run lost, not one rank's share of it (beside busy processes one rank's
+    wait can swell in one round while the run's total does not). Defined in notebook
+    07_diagnose_your_own_run."""
+    ratios = []
+    for ranks in costs_by_round:
+        mine = sum(r[cause] for r in ranks)
+        others = sum(x for r in ranks for k, x in r.items() if k not in ("rank", cause))
+        ratios.append(mine / max(1e-12, others))
     return v.repeats(f"{cause} costs more than the other measured causes together", ratios, side=">",
-                     limit=1.0, what=f"{cause} / the others, per rank and round")
+                     limit=1.0, what=f"{cause} / the others, summed over the ranks, per round")
 
 
 def same_gradients(max_abs_diff: float, max_abs_grad: float, rel: float = 1e-5) -> v.Verdict:

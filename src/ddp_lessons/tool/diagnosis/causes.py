@@ -10,6 +10,7 @@ LATENCY = "latency_bound_allreduce"
 DATA = "data_loading"
 HOST = "host_bound_steps"
 STARTUP = "startup"
+ACCUMULATION = "allreduce_every_micro_step"
 
 CAUSES = {
     OUTSIDE: ("work outside the steps",
@@ -45,6 +46,11 @@ CAUSES = {
            "N steps, keep the loss on the device), no untimed Python between steps; on GPUs, fewer "
            "kernel launches (torch.compile, CUDA graphs)",
            "the unattributed time between steps and the steps' remainder should fall"),
+    ACCUMULATION: ("gradient accumulation without no_sync: an all-reduce every micro-step",
+                   "run every micro-step but the last of each optimizer step inside `with ddp_model.no_sync():` "
+                   "(the gradients add up locally; DDP all-reduces them once, in the last micro-step's backward)",
+                   "steps without an optimizer phase should show 0 allreduce_calls; all-reduces per optimizer "
+                   "step should fall to one step's worth"),
     STARTUP: ("start-up",
               "start once and train longer per launch; import and build before the timed part only "
               "what is needed; on CPUs, keep loader workers persistent",

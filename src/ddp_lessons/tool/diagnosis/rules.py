@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from .causes import DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
+from .causes import ACCUMULATION, DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
 
 # A cause is listed when it costs at least 3% of a rank's wall time on the rank where it costs most.
 # The timer's own accounting error is well under 1% (the parts add up to the wall by construction;
@@ -44,7 +44,14 @@ def measures(r: dict) -> dict:
          "compute_step": statistics.median(compute) if compute else 0.0,
          "calls": tot("allreduce_calls"), "bytes": tot("allreduce_bytes"),
          "has_wait": any("wait" in s for s in steps), "steps": len(steps)}
-    m["transfer"] = max(0.0, m["exposed"] - m["wait"])
+    # Gradient accumulation without no_sync: micro-steps (no optimizer phase) that all-reduced anyway.
+    # Known only where the loop times an optimizer phase; their exposed time is charged here, once.
+    timed_opt = [s for s in steps if "optimizer" in s.get("phases", {})]
+    micro = [s for s in steps if "optimizer" not in s.get("phases", {}) and s.get("allreduce_calls")]
+    m["optimizer_steps"], m["micro_allreduce_steps"] = len(timed_opt), len(micro)
+    m["accumulation"] = (sum(s.get("exposed", 0.0) - (s.get("wait") or 0.0) for s in micro)
+                         if timed_opt and micro else 0.0)
+    m["transfer"] = max(0.0, m["exposed"] - m["wait"] - m["accumulation"])
     if acc is None:
         m.update(wall=tot("step_time"), outside={}, startup=None, host=None, after=0.0, account=False)
         return m
@@ -146,6 +153,18 @@ def comm_finding(ms):
     return (LATENCY if small else EXPOSED, "", secs, share, per, detail)
 
 
+def accumulation_finding(ms):
+    secs, share, per = _worst(ms, "accumulation")
+    if share < MIN_SHARE:
+        return None
+    m = ms[per.index(secs)]
+    n_ar = m["micro_allreduce_steps"] + m["optimizer_steps"]
+    detail = (f"{m['micro_allreduce_steps']} micro-steps all-reduced without an optimizer step after them: "
+              f"{n_ar / m['optimizer_steps']:.3g} all-reduces per optimizer step where one would do; their "
+              f"exposed all-reduce, s per rank: {_fmt_ranks(per)}")
+    return (ACCUMULATION, "", secs, share, per, detail)
+
+
 def simple_finding(ms, key, cause, what):
     if any(m[key] is None for m in ms):
         return None
@@ -157,7 +176,7 @@ def simple_finding(ms, key, cause, what):
 
 def all_findings(ms, world) -> list:
     found = outside_findings(ms, world) + [
-        wait_finding(ms), comm_finding(ms),
+        wait_finding(ms), comm_finding(ms), accumulation_finding(ms),
         simple_finding(ms, "data", DATA, "waiting for batches inside the steps"),
         simple_finding(ms, "host", HOST, "untimed host work in and between steps (step remainder + gaps)"),
         simple_finding(ms, "startup", STARTUP,

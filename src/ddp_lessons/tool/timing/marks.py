@@ -20,6 +20,11 @@ class Phase:
         self.timer, self.name = timer, name
 
     def __enter__(self):
+        if self.name in self.timer._cur["phases"]:
+            # one interval per phase and step: a second one would overwrite the first, silently
+            raise ValueError(f"phase {self.name!r} entered twice in one step: the timer keeps one interval per "
+                             "phase and step. With gradient accumulation call timer.step_done() after each "
+                             "micro-step (each is a step), or give each interval its own name")
         self.start = self.timer.clock.mark()
         self.timer._open_step(self.start)
 
