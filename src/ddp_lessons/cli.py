@@ -17,7 +17,7 @@ import sys
 
 # command -> "module:function" that adds the command's arguments and returns its
 # runner. Imported by name so that only the chosen command's module loads
-# (Lightning is slow to import); the modules named import `cmdline`, never this one.
+# (Lightning is slow to import); the modules named import `tool.commands`, never this one.
 COMMANDS = {
     "info": "ddp_lessons.cases.intro.cli:info_command",
     "hello": "ddp_lessons.cases.intro.cli:hello_command",

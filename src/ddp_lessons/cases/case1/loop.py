@@ -1,8 +1,8 @@
-"""The pieces case 1's loop is built from, each switched by one option: the
-model (heads or not), the sampler (as posted or as the answer has it), the
-loader, the LR schedule, the loss accumulator, the log, what happens at an
-epoch's edges. `setup.build` picks them from the options once; the loop then
-only calls them. Defined in notebook 01_case1_broken.
+"""What case 1's loop calls at every step and epoch edge, each switched by one
+option: the batch moved to the device, the LR schedule, the loss accumulator,
+the log, what happens at an epoch's edges. `plan.build` picks them from the
+options once (with the model, sampler and loader); the loop then only calls
+them. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations

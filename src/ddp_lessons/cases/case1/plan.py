@@ -43,7 +43,7 @@ class Plan:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     train_loader: torch.utils.data.DataLoader
     batch_size: int                   # per rank
-    num_workers: int                  # loader workers per rank (parts.core_budget)
+    num_workers: int                  # loader workers per rank (core_budget)
     steps: int                        # per epoch
     epochs: int
     schedule_steps: int               # the length the LR schedule was sized for
@@ -67,7 +67,7 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True,
     dev = runtime.device()
     rank, world = dist.get_rank(), dist.get_world_size()
     # The rank's cores split between loader workers and intra-op threads
-    # (parts.core_budget), set before any loader process is forked.
+    # (core_budget), set before any loader process is forked.
     nw, threads = rank_budget(o, dev.type)
     torch.set_num_threads(threads)
     if dev.type == "cuda":  # this run's peak, not the process's: several runs may share the process

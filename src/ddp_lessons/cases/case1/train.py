@@ -1,5 +1,5 @@
 """Case 1: the posted DDP script's training loop, one code path for every
-setup (see `options`). `setup.build` turns the options into a `Plan` once;
+setup (see `options`). `plan.build` turns the options into a `Plan` once;
 `run_epoch` reads only the plan; `result` assembles what comes back.
 `train` is the worker: it runs under `ddp_lessons.launch` (gloo on CPUs,
 NCCL on GPUs) and under torchrun (`python -m ddp_lessons case1 ...`) and

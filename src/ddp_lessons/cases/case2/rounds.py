@@ -1,6 +1,6 @@
 """Two setups timed in the same interleaved rounds (`spread.interleave`: A B,
 B A, B A, A B, ...), so that a slow moment of the machine hits both alike;
-the claims in `claims` decide from the per-round values.
+the verdicts in `verdicts` decide from the per-round values.
 Defined in notebooks 04_case2_lightning and 05_case2_where_time_goes.
 """
 

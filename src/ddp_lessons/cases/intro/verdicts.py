@@ -96,7 +96,7 @@ def overhead_paired(times: dict, mode: str, base: str = "off", budget: float = 0
 
 
 def timer_budget(row: dict, budget: float = BUDGET) -> V.Verdict:
-    """A timer-validation row (`intro.timer_check.validation_summary`): the mode's
+    """A timer-validation row (`course.timer_validation.check.validation_summary`): the mode's
     paired overhead over the rounds, min .. max, against the 5% budget. Defined in notebook 00_first_launch."""
     claim = (f"StepTimer mode '{row['mode']}' costs at most {budget:.0%} per step against DDP's own "
              f"all-reduce ({row['run']} run, {row['ms_per_step']:.2f} ms steps)")

@@ -5,7 +5,7 @@ after it says only what it supports. The last part reads the recorded GPU
 pairs (`case2-h200-pairs`: posted / fixed, NVML on / off, interleaved rounds on
 one GPU at world size 1, so no byte crosses between GPUs) and the standalone
 NVML figure (`case2-h200-nvml`). The per-rank reading of the all-reduce hook
-is `hookread`.
+is `hook_intervals`.
 
 Defined in notebooks 04_case2_lightning and 05_case2_where_time_goes.
 """
