@@ -5,14 +5,17 @@ defines it, and the README's layout is made from those docstrings."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import notebook_names
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import layout  # noqa: E402  (scripts/layout.py, as tests/test_notebooks.py reads scripts/notebooks.py)
+
 PACKAGE = ROOT / "src" / "ddp_lessons"
 MODULE_DOC_LINES = 10      # a module's docstring: what it is for; the why sits at the line it explains
 PACKAGE_DOC_LINES = 20     # a package's: also a line or two per module
@@ -20,13 +23,6 @@ PACKAGE_DOC_LINES = 20     # a package's: also a line or two per module
 
 def _doc(path: Path) -> str:
     return ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
-
-
-def _layout_script():
-    spec = importlib.util.spec_from_file_location("layout", ROOT / "scripts" / "layout.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_every_module_is_named_in_its_package_docstring():
@@ -61,13 +57,12 @@ def test_every_name_a_notebook_calls_says_which_notebook_defines_it():
 
 
 def test_the_readme_layout_is_made_from_the_docstrings():
-    layout = _layout_script()
     assert layout.readme_block((ROOT / "README.md").read_text()) == layout.layout(), \
         "README.md's layout is out of date: python scripts/layout.py --write"
 
 
 def test_the_layout_names_every_package_and_module():
-    text = _layout_script().layout()
+    text = layout.layout()
     for path in PACKAGE.rglob("*.py"):
         assert re.search(rf"(^|[\s·]){re.escape(path.stem if path.stem != '__init__' else path.parent.name + '/')}"
                          rf"($|[\s·])", text, re.M), path

@@ -63,7 +63,7 @@ class Comparison:
                          f"{_time(st['median'])} ({_time(st['min'])}..{_time(st['max'])})",
                          f"{_num(tp['median'])} ({_num(tp['min'])}..{_num(tp['max'])})" if tp
                          else "n/a (no batch_size)",
-                         _scale(r["scaling"]) if r.get("scaling") is not None else "-"])
+                         _num(r["scaling"], ".2f") if r.get("scaling") is not None else "-"])
         # every column as wide as its widest cell, two spaces apart: readable at any magnitude
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
@@ -76,21 +76,15 @@ class Comparison:
         p.text(str(self))
 
 
+def _num(x: float, small: str = ".3g") -> str:
+    """A number in `small` format below 1,000, digits grouped above (never in exponent form)."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:{small}}"
+
+
 def _time(s: float) -> str:
-    """A duration in the unit that keeps it short: us, ms or s, three significant figures."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if s >= scale or unit == "us":
-            return f"{s / scale:.3g} {unit}" if s / scale < 1000 else f"{s / scale:,.0f} {unit}"
-    return f"{s:.3g} s"
-
-
-def _scale(x: float) -> str:
-    return f"{x:.2f}" if x < 1000 else f"{x:,.0f}"
-
-
-def _num(x: float) -> str:
-    """A rate with three significant figures, digits grouped above 1,000 (never in exponent form)."""
-    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
+    """A duration in the unit that keeps it short: s, ms or us, three significant figures."""
+    unit, scale = next((u, k) for u, k in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)) if s >= k or u == "us")
+    return f"{_num(s / scale)} {unit}"
 
 
 def _summ(values):
