@@ -47,7 +47,7 @@ def parse_args(argv=None):
     p.add_argument("--out", required=True, metavar="DIR", help="folder for record.json and trace/")
     p.add_argument("--backend", choices=["nccl", "gloo"], default=None,
                    help="default: nccl when a GPU is visible, else gloo")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of broken and fixed")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of broken and fixed")
     p.add_argument("--quick", action="store_true", help="a tiny workload (the CPU test)")
     p.add_argument("--timeout", type=float, default=150.0, help="seconds for the child's runs")
     p.add_argument("--child", metavar="RESULT", help=argparse.SUPPRESS)

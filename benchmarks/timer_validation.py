@@ -62,6 +62,10 @@ def parse_args():
     p.add_argument("--profile-steps", type=int, default=50)
     p.add_argument("--probe-steps", type=int, default=100)
     p.add_argument("--budget-s", type=float, default=120.0, help="no part or round starts after this")
+    p.add_argument("--cost-rounds", type=int, default=0,
+                   help="first, the part 'cost': this many rounds of the default timer's parts and torch.profiler")
+    p.add_argument("--cost-share", type=float, default=0.6, help="share of --budget-s the part 'cost' may take")
+    p.add_argument("--cost-only", action="store_true", help="the part 'cost' alone")
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     p.add_argument("--out", metavar="DIR", help="also write the record into DIR (e.g. $OUT)")
     return p.parse_args()
@@ -174,6 +178,15 @@ def main():
     r = Run(args)
     all_modes = ["builtin", "light", "light_ddp", "full", "pyhook"]
     gloo = r.backend == "gloo"
+    if args.cost_rounds:
+        # what the default timer costs, and where: its marks alone, with the recorder, DDP's timings every
+        # step, against torch.profiler; --cost-rounds interleaved rounds, paired against builtin
+        cost = ["builtin", "light", "light_marks", "light_fr", "light_ddp", "profiler"]
+        with _rounds(args, args.cost_rounds):
+            r.part("cost", 2 if gloo else 1, cost, [], args.cost_share)
+    if args.cost_only:
+        r.save()
+        return _report(args, r)
     r.part("main", 2 if gloo else 1, all_modes, ["light", "full"], 0.35)
     r.part("fr", 2 if gloo else 1, ["builtin", "light", "light_ddp"], ["light"], 0.25, FR_ENV)
     if not gloo and r.gpus > 1:
@@ -181,6 +194,19 @@ def main():
     r.probe("probe_timing_env", dict(FR_ENV, TORCH_NCCL_ENABLE_TIMING="1"))
     r.probe("probe_no_event_cache", dict(FR_ENV, TORCH_NCCL_ENABLE_TIMING="1", TORCH_NCCL_CUDA_EVENT_CACHE="0"))
     r.save()
+    _report(args, r)
+
+
+@contextlib.contextmanager
+def _rounds(args, n):
+    saved, args.rounds = args.rounds, n
+    try:
+        yield
+    finally:
+        args.rounds = saved
+
+
+def _report(args, r):
     for row in validation_summary(r.record):
         print(json.dumps(row, default=str))
     where = [p for p in (args.record and f"data/runs/{args.record}.json",

@@ -11,18 +11,18 @@ from ddp_lessons.tool.verdict import FAILS, HOLDS, UNRESOLVED
 
 
 def test_below_ceiling_every_outcome():
-    assert c.below_ceiling([1.1, 1.0, 0.95], 1.6).status == HOLDS
-    assert c.below_ceiling([1.8, 1.9, 1.7], 1.6).status == FAILS
-    assert c.below_ceiling([1.1, 1.7, 1.2], 1.6).status == UNRESOLVED
-    assert c.below_ceiling([1.1, 1.0], 1.6).status == UNRESOLVED          # two rounds: no known spread
+    assert c.below_ceiling([1.1, 1.0, 0.95, 1.05, 1.0], 1.6).status == HOLDS
+    assert c.below_ceiling([1.8, 1.9, 1.7, 1.85, 1.75], 1.6).status == FAILS
+    assert c.below_ceiling([1.1, 1.7, 1.2, 1.0, 1.15], 1.6).status == UNRESOLVED
+    assert c.below_ceiling([1.1, 1.0, 0.95, 1.05], 1.6).status == UNRESOLVED   # four rounds: too few to know the spread
 
 
 def test_faster_step_every_outcome_and_a_missing_lever():
-    assert c.faster_step("a", [2, 2, 2], "b", [1, 1, 1], "x").status == HOLDS
-    assert c.faster_step("a", [2, 2, 2], "b", [3, 3, 3], "x").status == FAILS
-    assert c.faster_step("a", [2, 2, 2], "b", [1, 3, 1], "x").status == UNRESOLVED
-    assert c.faster_step("a", [2, 2, 2], "b", [], "x").status == UNRESOLVED    # the lever did not run
-    assert c.faster_step("a", [2, None, 2, 2], "b", [1, 1, None, 1], "x").status == UNRESOLVED  # 2 paired rounds
+    assert c.faster_step("a", [2] * 5, "b", [1] * 5, "x").status == HOLDS
+    assert c.faster_step("a", [2] * 5, "b", [3] * 5, "x").status == FAILS
+    assert c.faster_step("a", [2] * 5, "b", [1, 3, 1, 1, 1], "x").status == UNRESOLVED
+    assert c.faster_step("a", [2] * 5, "b", [], "x").status == UNRESOLVED    # the lever did not run
+    assert c.faster_step("a", [2, None, 2, 2, 2, 2], "b", [1, 1, None, 1, 1, 1], "x").status == UNRESOLVED  # 4 paired
 
 
 def test_gpus_win_every_outcome():

@@ -17,22 +17,22 @@ def test_every_rank_evaluates_everything():
 
 
 def test_evaluation_share_large():
-    assert verdicts.evaluation_share_large([0.4, 0.5, 0.45]).holds
-    assert verdicts.evaluation_share_large([0.05, 0.1, 0.08]).fails
-    assert verdicts.evaluation_share_large([0.1, 0.3, 0.2]).status == v.UNRESOLVED
+    assert verdicts.evaluation_share_large([0.4, 0.5, 0.45, 0.42, 0.48]).holds
+    assert verdicts.evaluation_share_large([0.05, 0.1, 0.08, 0.06, 0.09]).fails
+    assert verdicts.evaluation_share_large([0.1, 0.3, 0.2, 0.25, 0.15]).status == v.UNRESOLVED
     assert verdicts.evaluation_share_large([0.5]).status == v.UNRESOLVED   # one run: no spread
 
 
 def test_speedup_below():
-    assert verdicts.speedup_below([1.0, 1.1, 0.9], [0.9, 1.0, 0.8]).holds      # about 1.1x
-    assert verdicts.speedup_below([2.0, 2.1, 1.9], [1.0, 1.0, 1.0]).fails      # about 2x
-    assert verdicts.speedup_below([2.0, 1.0, 1.0], [1.0, 1.0, 1.0]).status == v.UNRESOLVED
+    assert verdicts.speedup_below([1.0, 1.1, 0.9, 1.0, 1.05], [0.9, 1.0, 0.8, 0.9, 0.95]).holds      # about 1.1x
+    assert verdicts.speedup_below([2.0, 2.1, 1.9, 2.0, 2.2], [1.0] * 5).fails      # about 2x
+    assert verdicts.speedup_below([2.0, 1.0, 1.0, 1.0, 1.0], [1.0] * 5).status == v.UNRESOLVED
 
 
 def test_fix_is_faster_and_step_is_shorter():
-    assert verdicts.fix_is_faster([2.0, 2.1, 1.9], [1.2, 1.3, 1.1], 2).holds
-    assert verdicts.fix_is_faster([1.2, 1.3, 1.1], [2.0, 2.1, 1.9], 2).fails
-    assert verdicts.step_is_shorter([1.0, 1.0, 1.0], [1.1, 0.9, 1.0], "one GPU").status == v.UNRESOLVED
+    assert verdicts.fix_is_faster([2.0, 2.1, 1.9, 2.05, 1.95], [1.2, 1.3, 1.1, 1.25, 1.15], 2).holds
+    assert verdicts.fix_is_faster([1.2, 1.3, 1.1, 1.25, 1.15], [2.0, 2.1, 1.9, 2.05, 1.95], 2).fails
+    assert verdicts.step_is_shorter([1.0] * 5, [1.1, 0.9, 1.0, 1.05, 0.95], "one GPU").status == v.UNRESOLVED
 
 
 def test_evaluation_not_split():
@@ -42,7 +42,7 @@ def test_evaluation_not_split():
 
 def _costs(dup, other):
     return [[{"rank": r, "duplicated evaluation": dup, "data wait": other, "per-step logging": 0.0,
-              "exposed all-reduce": 0.0} for r in (0, 1)] for _ in range(3)]
+              "exposed all-reduce": 0.0} for r in (0, 1)] for _ in range(5)]
 
 
 def test_largest_cost():

@@ -10,7 +10,8 @@ from ddp_lessons.tool.launcher.checks import default_start_method
 from ddp_lessons import compare, diagnose, launch
 from ddp_lessons.tool import plots
 from ddp_lessons.tool.diagnosis import CAUSES
-from ddp_lessons.tool.diagnosis.causes import ACCUMULATION, DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
+from ddp_lessons.tool.diagnosis.causes import (ACCUMULATION, DATA, EXPOSED, HOST, LAST_BUCKET, LATENCY, OUTSIDE,
+                                              STARTUP, WAITING)
 from ddp_lessons.tool.timing.account import account
 
 
@@ -57,6 +58,21 @@ def accumulated(k=4, no_sync=False, **kw):
     return ranks
 
 
+def bucketed(last_alone=True, **kw):
+    """Three buckets a step, 8 MiB each (the last 32 MiB) and 20 ms exposed. last_alone: the two
+    earlier buckets were sent during the backward and only the last one is exposed; else the earlier
+    ones are still being sent when the last is ready, and it queues behind them."""
+    ranks = run(exposed=0.02, **kw)
+    for r in ranks:
+        for s in r["steps"]:
+            f0, f1 = s["phases"]["forward"][1], s["phases"]["backward"][1] - 0.02  # backward compute's end
+            early_end = (f0 + 0.006, f0 + 0.012) if last_alone else (f1 + 0.017, f1 + 0.018)
+            s["buckets"] = [{"index": 0, "start": f0 + 0.003, "end": early_end[0], "bytes": 8 << 20},
+                            {"index": 1, "start": f0 + 0.008, "end": early_end[1], "bytes": 8 << 20},
+                            {"index": 2, "start": f1, "end": f1 + 0.02, "bytes": 32 << 20}]
+    return ranks
+
+
 CASES = {  # cause: (a run that must produce it, one that must not)
     OUTSIDE: (run(outside={"eval": 2.0}), run(outside={"eval": 0.01})),
     WAITING: (run(wait=[0.03, 0.0]), run(wait=0.0)),
@@ -67,6 +83,7 @@ CASES = {  # cause: (a run that must produce it, one that must not)
     HOST: (run(between=0.5), run(between=0.0)),
     STARTUP: (run(startup=3.0), run(startup=0.01)),
     ACCUMULATION: (accumulated(), accumulated(no_sync=True)),
+    LAST_BUCKET: (bucketed(), bucketed(last_alone=False)),
 }
 
 
@@ -172,8 +189,8 @@ def test_it_prints_as_a_short_table():
 
 # -- compare -------------------------------------------------------------------
 
-def _repeats(world, step, jitter, k=3):
-    return [run(world, forward=step * (1 + jitter * (i - 1)), bwd=0.0, opt=0.0) for i in range(k)]
+def _repeats(world, step, jitter, k=5):
+    return [run(world, forward=step * (1 + jitter * (i - 2)), bwd=0.0, opt=0.0) for i in range(k)]
 
 
 def test_compare_gives_throughput_scaling_and_a_verdict_outside_the_noise():
@@ -270,3 +287,89 @@ def test_accumulation_without_no_sync_is_named_on_a_real_run_and_not_with_it():
     assert "18 micro-steps" in acc.detail and "4 all-reduces per optimizer step" in acc.detail
     assert ACCUMULATION not in diagnose(launch(dw.accumulating, (True,), world_size=2)).causes
 
+
+
+def test_the_last_bucket_is_charged_instead_of_the_exposed_all_reduce_and_says_its_bytes():
+    d = diagnose(bucketed())
+    lb = d.findings[d.causes.index(LAST_BUCKET)]
+    assert EXPOSED not in d.causes and "32 of the 48 MiB in 3 bucket(s)" in lb.detail
+    assert lb.seconds == pytest.approx(18 * 0.02)   # the steps after DDP's 2 warm-up steps
+    assert "cannot help" in lb.change
+    queued = diagnose(bucketed(last_alone=False))
+    assert EXPOSED in queued.causes and LAST_BUCKET not in queued.causes
+
+
+def test_a_single_bucket_is_not_called_the_last_bucket():
+    ranks = bucketed()
+    for r in ranks:
+        for s in r["steps"]:
+            s["buckets"] = s["buckets"][-1:]
+    assert LAST_BUCKET not in diagnose(ranks).causes
+
+
+def test_scores_put_each_rank_against_the_fastest_per_phase():
+    d = diagnose(run(forward=[0.02, 0.03]))
+    assert d.scores["forward"] == pytest.approx([1.0, 2 / 3])
+    assert d.scores["backward_compute"] == pytest.approx([1.0, 1.0])
+    assert "forward 1.00, 0.67" in str(d)
+    assert diagnose(run(world=1)).scores == {}
+
+
+def test_projection_scales_recurring_costs_and_keeps_start_up_once():
+    ranks = run(data=0.02, startup=5.0)   # 20 steps: 0.4 s of data wait against 5 s of start-up
+    for r in ranks:
+        r["data_passes"] = 2
+    assert diagnose(ranks).causes[0] == STARTUP
+    d = diagnose(ranks, epochs=200)       # 100x the run: 40 s of data wait, start-up still 5 s
+    assert d.causes[0] == DATA and d.findings[0].seconds == pytest.approx(40.0)
+    start = d.findings[d.causes.index(STARTUP)]
+    assert start.seconds == pytest.approx(5.0 + 0.01) and "once per launch" in start.label
+    assert any("projected to 200 epochs from the 2 measured" in n for n in d.notes)
+    with pytest.raises(ValueError, match="diagnose without epochs="):
+        diagnose(run(), epochs=10)        # no data_passes: nothing to scale from
+
+
+def test_ranks_sharing_cores_get_a_note_and_ranks_that_fit_do_not():
+    ranks = run(wait=[0.03, 0.0])
+    for r in ranks:
+        r.update(host="box", threads=2, cores=2)
+    assert any("share cores" in n for n in diagnose(ranks).notes)
+    for r in ranks:
+        r["threads"] = 1
+    assert not any("share cores" in n for n in diagnose(ranks).notes)
+
+
+def test_light_mode_without_ddp_timings_names_what_is_missing():
+    ranks = run(wait=[0.03, 0.0], comm="flight_recorder")
+    for r in ranks:
+        r["mode"] = "light"
+        for s in r["steps"]:
+            for k in ("exposed", "wait"):
+                s.pop(k)
+    d = diagnose(ranks)
+    assert WAITING not in d.causes and EXPOSED not in d.causes
+    line = next(u for u in d.undecided if u.startswith("exposed all-reduce and waiting"))
+    assert "read flight_recorder only" in line and "no common clock" not in " ".join(d.undecided)
+
+
+def test_sampled_ddp_timings_are_scaled_to_every_step():
+    ranks = run(exposed=0.02)
+    for r in ranks:
+        r["ddp_logging"] = {"sample_every": 10}
+        for s in r["steps"]:
+            if s["step"] >= 10 and s["step"] % 10:
+                s.pop("exposed"); s.pop("wait")  # noqa: E702 - DDP recorded steps 0-9 and every 10th
+    f = diagnose(ranks).findings[0]
+    assert f.cause == EXPOSED and f.seconds == pytest.approx(20 * 0.02)
+
+
+def test_on_a_gpu_data_loading_is_charged_by_what_the_device_waited():
+    ranks = run(data=0.02, device="cuda:0")
+    for r in ranks:
+        for s in r["steps"]:
+            s["data_stall"] = 0.0        # the host waited, but the device still had queued work
+    assert DATA not in diagnose(ranks).causes
+    for r in ranks:
+        for s in r["steps"]:
+            s["data_stall"] = 0.02
+    assert DATA in diagnose(ranks).causes

@@ -10,10 +10,11 @@ from ddp_lessons.cases.own.model import SmallResNet
 from ddp_lessons.cases.own.options import Options
 
 
-def test_options_refuse_nonsense_and_the_fix_is_four_switches():
+def test_options_refuse_nonsense_and_the_fix_is_five_switches():
     with pytest.raises(ValueError, match="evaluation='rank0'"):
         Options(evaluation="rank0")
-    assert set(Options.fixed().diff(Options.broken())) == {"evaluation", "set_epoch", "step_log", "num_workers"}
+    assert set(Options.fixed().diff(Options.broken())) == {"evaluation", "set_epoch", "step_log", "num_workers",
+                                                                    "persistent_workers"}
 
 
 def test_data_is_cifar_shaped_and_deterministic():

@@ -41,7 +41,7 @@ def test_interleave_five_puts_every_name_first_and_last():
 
 @pytest.mark.parametrize("ratios, expected", [
     ([0.80, 0.82, 0.79, 0.81, 0.80], spread.B_FASTER),
-    ([1.2, 1.3, 1.25], spread.A_FASTER),
+    ([1.2, 1.3, 1.25, 1.22, 1.28], spread.A_FASTER),
     # counter-example: the median says 20% faster, but one round disagrees
     ([0.8, 0.8, 0.8, 0.8, 1.01], spread.INSIDE),
     # counter-example: a tiny difference, but every round agrees
@@ -49,8 +49,8 @@ def test_interleave_five_puts_every_name_first_and_last():
     # one round with no difference at all is not a vote for either
     ([0.9, 0.9, 1.0, 0.9, 0.9], spread.INSIDE),
     # too few rounds resolve nothing, however large the difference
-    ([0.5, 0.5], "not resolvable: fewer than 3 paired rounds"),
-    ([], "not resolvable: fewer than 3 paired rounds"),
+    ([0.5, 0.5, 0.5, 0.5], "not resolvable: fewer than 5 paired rounds"),
+    ([], "not resolvable: fewer than 5 paired rounds"),
 ])
 def test_verdict(ratios, expected):
     assert spread.verdict(ratios) == expected
@@ -63,15 +63,18 @@ def test_inside_spread():
 
 
 def test_compare_pairs_rounds_and_skips_failures():
-    a = [0.20, 0.21, None, 0.20, 0.22, 0.20]
-    b = [0.10, 0.11, 0.10, None, 0.10, 0.12]
+    a = [0.20, 0.21, None, 0.20, 0.22, 0.20, 0.21]
+    b = [0.10, 0.11, 0.10, None, 0.10, 0.12, 0.10]
     c = spread.compare_rounds(a, b)
-    assert c["rounds"] == 4
-    assert c["ratios"] == pytest.approx([0.5, 0.11 / 0.21, 0.10 / 0.22, 0.6])
-    assert c["median_ratio"] == pytest.approx((0.5 + 0.11 / 0.21) / 2)
+    assert c["rounds"] == 5
+    assert c["ratios"] == pytest.approx([0.5, 0.11 / 0.21, 0.10 / 0.22, 0.6, 0.10 / 0.21])
+    assert c["median_ratio"] == pytest.approx(0.5)
     assert (c["min_ratio"], c["max_ratio"]) == pytest.approx((0.10 / 0.22, 0.6))
-    assert c["a_median"] == pytest.approx(0.205) and c["b_median"] == pytest.approx(0.105)
+    assert c["a_median"] == pytest.approx(0.21) and c["b_median"] == pytest.approx(0.10)
+    assert c["chance_level"] == pytest.approx(2 / 2**5)
     assert c["verdict"] == spread.B_FASTER
+    # one failed round more leaves 4 paired: too few to decide, however clear the difference
+    assert spread.compare_rounds(a[:-1], b[:-1])["verdict"] == "not resolvable: fewer than 5 paired rounds"
 
 
 def test_compare_with_nothing_paired():

@@ -14,6 +14,7 @@ from ddp_lessons.course.timer_validation.check import summarize_run, validation_
 from ddp_lessons.tool.timing import StepTimer, median_step
 from ddp_lessons.tool.timing.clocks import EventRing
 from ddp_lessons.tool.timing.comm import _comm_numbers
+from ddp_lessons.tool.diagnosis import rules
 from ddp_lessons.tool.timing.light import FlightRecorderSource
 
 
@@ -271,6 +272,28 @@ def test_flight_recorder_entries_go_to_the_step_they_were_created_in():
     assert by_step[1] == [{"index": 0, "duration": 0.0005, "bytes": 32}]
 
 
+def _light_steps(n):
+    return [{"step": i, "backward": 0.01, "allreduce": 0.0, "exposed": 0.0, "allreduce_calls": 0,
+             "allreduce_bytes": 0} for i in range(n)]
+
+
+def test_a_light_nccl_result_takes_recorder_durations_only_at_sizes_they_agree_and_names_a_dropped_ring():
+    from ddp_lessons.tool.timing.comm import light_numbers
+    from ddp_lessons.tool.timing.light import TRUSTED_BYTES
+    src = FlightRecorderSource(_FakeGroup())
+    t0 = src.clocks["realtime"][0]
+    src.clocks["realtime"] += [t0 + 100, t0 + 200, t0 + 300]
+    big = TRUSTED_BYTES // 4  # float32 elements
+    # the ring no longer holds step 0; step 1 sent 4 bytes x 100, step 2 one 256 MiB bucket
+    src.collect = lambda sync=None: src._by_step(src._ours([_entry(t0 + 150), _entry(t0 + 250, numel=big)]))
+    steps = _light_steps(3)
+    assert light_numbers(steps, None, src, torch.device("cpu")) == "flight_recorder"
+    assert src.info["steps_dropped"] == 1 and src.info["durations_trusted_from_bytes"] == TRUSTED_BYTES
+    assert "allreduce" not in steps[1] and steps[1]["bucket_durations"][0]["duration"] == 0.0005
+    assert steps[2]["allreduce"] == 0.0005 and steps[2]["allreduce_bytes"] == TRUSTED_BYTES
+    assert all("exposed" not in s for s in steps)  # no DDP timings: not measured, not 0
+
+
 def test_flight_recorder_entries_of_an_unnamed_group_are_kept_by_time():
     src = FlightRecorderSource(_FakeGroup())
     t0 = src.clocks["realtime"][0]
@@ -343,3 +366,16 @@ def test_a_rank_value_is_read_through_accessors_whether_bare_or_under_the_timer_
         timing.timed_steps({"loss": 0.3})
     # the accessors are functions, not the package's modules of similar names
     assert all(callable(getattr(timing, n)) for n in timing.__all__ if n != "KEY")
+
+
+def test_ddp_timings_read_on_a_sample_of_steps_are_named_and_scaled():
+    ranks = launch(w.light_mode, (20, 0.0, 4), world_size=2)
+    for r in ranks:
+        have = [s["step"] for s in r["steps"] if "exposed" in s]
+        assert r["ddp_logging"] == {"sample_every": 4, "steps_with_exposed": len(have)}
+        # DDP records its first 10 iterations and then every 4th: the rest of the 20 steps have none
+        assert 10 <= len(have) < 20 and set(range(1, 10)) <= set(have)
+        # the other steps' all-reduce is unknown, not 0 (no flight recorder on gloo)
+        assert all(("allreduce" in s) == ("exposed" in s) for s in r["steps"])
+    m = rules.measures(ranks[0])
+    assert m["exposed"] > sum(s.get("exposed", 0.0) for s in ranks[0]["steps"])  # scaled to every step

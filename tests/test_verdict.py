@@ -20,8 +20,11 @@ def test_interval_three_outcomes_each_side():
 
 def test_repeats_need_a_spread():
     assert V.repeats("x", [2.0], side=">", limit=1.0).status == V.UNRESOLVED  # one run: no spread
-    assert V.repeats("x", [2.0, 2.1, None, 1.9], side=">", limit=1.0).holds
-    assert V.repeats("x", [2.0, 0.9, 2.1], side=">", limit=1.0).status == V.UNRESOLVED
+    five = V.repeats("x", [2.0, 2.1, None, 1.9, 2.2, 2.05], side=">", limit=1.0)
+    assert five.holds and five.numbers["chance level"] == "6%"  # 2 / 2**5
+    assert "chance level" not in V.repeats("x", [2.0, 2.1], side=">", limit=1.0).numbers  # unresolved: none
+    assert V.repeats("x", [2.0, 2.1, None, 1.9, 2.2], side=">", limit=1.0).status == V.UNRESOLVED  # 4 repeats
+    assert V.repeats("x", [2.0, 0.9, 2.1, 2.2, 1.9], side=">", limit=1.0).status == V.UNRESOLVED
 
 
 def test_paired_is_the_sign_test_of_ratios():
@@ -30,8 +33,8 @@ def test_paired_is_the_sign_test_of_ratios():
     assert V.paired("A faster", a, b, faster="a").fails
     assert V.paired("B faster", a, [8, 12, 9, 10, 8]).status == V.UNRESOLVED
     assert V.paired("B faster", a[:2], b[:2]).status == V.UNRESOLVED  # too few rounds
-    assert V.paired("B faster", [10, None, 10, 10, 10], [9, 9, None, 9, 9]).status == V.HOLDS  # 3 paired
-    assert V.paired("B faster", [10, None, 10, 10], [9, 9, None, 9]).status == V.UNRESOLVED  # 2 paired
+    assert V.paired("B faster", [10, None, 10, 10, 10, 10, 10], [9, 9, None, 9, 9, 9, 9]).status == V.HOLDS  # 5 paired
+    assert V.paired("B faster", [10, None, 10, 10, 10, 10], [9, 9, None, 9, 9, 9]).status == V.UNRESOLVED  # 4 paired
     assert V.paired("B faster", a, []).status == V.UNRESOLVED  # a setup that never ran
     with pytest.raises(ValueError, match="4 rounds of A against 5 of B"):
         V.paired("B faster", a[:4], b)  # unequal repeat counts are not paired silently
@@ -57,7 +60,7 @@ def test_bad_input_is_refused_in_one_line():
 def test_printed_verdict_line_survives_sanitising_and_numbers_do_not():
     cfg = ConfigParser()
     cfg.read(Path(__file__).resolve().parents[1] / "nbval_sanitize.cfg")
-    text = str(V.repeats("2 ranks are slower", [1.21, 1.3, 1.34], side=">", limit=1.0, what="ratio"))
+    text = str(V.repeats("2 ranks are slower", [1.21, 1.3, 1.34, 1.25, 1.28], side=">", limit=1.0, what="ratio"))
     for sec in cfg.sections():
         text = re.sub(cfg[sec]["regex"], cfg[sec]["replace"], text)
     assert text.splitlines() == ["verdict: HOLDS - 2 ranks are slower", "  deciding numbers: NUMBERS"]

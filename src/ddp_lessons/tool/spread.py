@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import statistics
 
-# All of 5 rounds on one side happens by chance with probability 2/32 = 6%; all of 2 with 50%
-MIN_ROUNDS = 3
+# With no real difference, all of n rounds land on one side by chance with probability 2 / 2**n
+# (`chance_level`): 25% for 3 rounds, 6% for 5, 0.2% for 10. Fewer than 5 decide nothing.
+MIN_ROUNDS = 5
 STEADY_IQR = 0.05   # a run is steady when its steps' IQR is at most 5% of their median
 B_FASTER, A_FASTER = "B faster", "A faster"
 INSIDE = "not resolvable: difference inside the rounds' spread"
@@ -65,6 +66,12 @@ def interleave(names, rounds: int) -> list[list[str]]:
     return order
 
 
+def chance_level(n: int) -> float:
+    """The probability that all of `n` paired rounds fall on one side (either side) when the two
+    setups do not differ: the sign test's two-sided p-value at its most extreme outcome."""
+    return min(1.0, 2.0 * 0.5 ** n) if n > 0 else 1.0
+
+
 def inside_spread(ratios) -> bool:
     """True when 1 lies within [min, max] of the ratios: the rounds disagree
     on which setup is faster (or one round found no difference)."""
@@ -88,11 +95,12 @@ def verdict(ratios, min_rounds: int = MIN_ROUNDS) -> str:
 def compare_rounds(a, b, min_rounds: int = MIN_ROUNDS) -> dict:
     """Two setups timed in the same rounds: `a[i]`, `b[i]` are round i's values
     (e.g. median step times); a round where either is None (failed) is left out.
-    Returns rounds (paired), ratios (b / a per round), median_ratio, min_ratio,
+    Returns rounds (paired), ratios (b / a per round), chance_level (`chance_level`), median_ratio, min_ratio,
     max_ratio, a_median, b_median (over rounds) and verdict."""
     pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     ratios = [y / x for x, y in pairs]
     out = {"rounds": len(pairs), "ratios": ratios, "verdict": verdict(ratios, min_rounds),
+           "chance_level": chance_level(len(pairs)),
            "median_ratio": None, "min_ratio": None, "max_ratio": None,
            "a_median": None, "b_median": None}
     if pairs:

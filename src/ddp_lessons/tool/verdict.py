@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .spread import MIN_ROUNDS, quartiles
+from .spread import MIN_ROUNDS, chance_level, quartiles
 
 HOLDS, FAILS, UNRESOLVED = "holds", "does not hold", "not resolvable here"
 SIDES = (">", "<")
@@ -117,9 +117,10 @@ def repeats(claim: str, values, *, side: str, limit: float, what: str = "value",
         nums = {what: ", ".join(_fmt(x, unit) for x in v) or "none", "repeats": str(len(v))}
         nums.update(numbers or {})
         return Verdict(claim, UNRESOLVED, nums, f"needs at least {min_repeats} repeats to know the spread")
-    out = interval(claim, min(v), max(v), side=side, limit=limit, what=f"{what} (min .. max of {len(v)})",
-                   unit=unit, numbers=numbers)
-    return out
+    # all of them on one side of the limit by chance, were the quantity at the limit: printed beside the numbers
+    nums = {"chance level": f"{chance_level(len(v)):.0%}"} | (numbers or {})
+    return interval(claim, min(v), max(v), side=side, limit=limit, what=f"{what} (min .. max of {len(v)})",
+                    unit=unit, numbers=nums)
 
 
 def paired(claim: str, a, b, *, faster: str = "b", names: tuple[str, str] = ("A", "B"),

@@ -33,6 +33,8 @@ class Options(base.Options):
         "item_print", "loss.item() and a print every step | nothing per step")
     num_workers: int | Literal["budget"] = switch(
         0, "loader worker processes per rank, or 'budget' (what the rank's core share allows)", min=0)
+    persistent_workers: bool = switch(False, "keep the loader's workers between epochs (else each epoch "
+                                             "starts them again, inside its first step)")
     unused_branch: bool = switch(False, "the model carries a head forward never calls")
     find_unused_parameters: bool = switch(False, "tell DDP to look for parameters without gradients")
     steps_limit: int | None = measurement(None, "stop each epoch after this many steps", min=1)
@@ -40,7 +42,8 @@ class Options(base.Options):
 
     PRESETS = {
         "broken": {},
-        "fixed": dict(evaluation="distributed", set_epoch=True, step_log="none", num_workers="budget"),
+        "fixed": dict(evaluation="distributed", set_epoch=True, step_log="none", num_workers="budget",
+                      persistent_workers=True),
     }
 
     @classmethod

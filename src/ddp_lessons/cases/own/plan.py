@@ -55,9 +55,9 @@ def workers_and_threads(o: Options, device_type: str, ranks: int) -> tuple[int, 
     return b["workers"], min(threads, b["threads"])
 
 
-def loader(ds, batch_size, sampler, workers, seed):
+def loader(ds, batch_size, sampler, workers, seed, persistent=False):
     return DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
-                      generator=torch.Generator().manual_seed(seed),
+                      generator=torch.Generator().manual_seed(seed), persistent_workers=bool(persistent and workers),
                       # fork: a spawned rank would spawn its workers too, each importing torch
                       multiprocessing_context="fork" if workers and sys.platform == "linux" else None)
 
@@ -77,7 +77,8 @@ def build(o: Options, group=None) -> Rank:
     # Shuffles; the order changes only with set_epoch.
     sampler = DistributedSampler(trainset, num_replicas=world, rank=rank, seed=o.seed)
     testset = SyntheticCIFAR(o.test_size, o.seed + 1, augment=False)
-    return Rank(o, dev, ddp, opt, sampler, loader(trainset, o.batch_size, sampler, workers, o.seed),
+    train = loader(trainset, o.batch_size, sampler, workers, o.seed, o.persistent_workers)
+    return Rank(o, dev, ddp, opt, sampler, train,
                 make_evaluator(o, ddp, testset, dev, group), make_log(o), workers, threads)
 
 

@@ -9,6 +9,7 @@ the small costs (`micro`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -27,9 +28,13 @@ from ...tool.timing import StepTimer, median_step
 D_IN = 10  # case 2's MLP: 10 -> 256 -> 256 -> 256 -> 1
 
 # mode -> StepTimer keyword arguments (None: no timer)
-MODES = {"builtin": None, "light": {"mode": "light"},   # on NCCL: the flight recorder alone
-         "light_ddp": {"mode": "light", "ddp_logging": True},  # and DDP's own timings, read every step
-         "full": {"mode": "full"}, "pyhook": None}
+MODES = {"builtin": None,
+         "light": {"mode": "light"},   # the default on a GPU: flight recorder, DDP's timings every 10th step
+         "light_marks": {"mode": "light", "time_comm": False},      # the phase marks alone
+         "light_fr": {"mode": "light", "ddp_logging": False},       # marks and the flight recorder
+         "light_ddp": {"mode": "light", "ddp_logging": True},       # DDP's own timings read every step
+         "full": {"mode": "full"}, "pyhook": None,
+         "profiler": None}   # no timer: torch.profiler (CPU and CUDA activities) around every step
 KEEP = ("step_time", "forward", "backward", "optimizer", "allreduce", "allreduce_span",
         "exposed", "allreduce_calls", "allreduce_bytes")
 
@@ -68,17 +73,27 @@ def step(model, opt, timer, x, y):
     timer.finish_step(loss, opt)
 
 
+def _profiled(mode, dev):
+    """torch.profiler recording every step (CPU and, on a GPU, CUDA activities) for mode "profiler"."""
+    if mode != "profiler":
+        return contextlib.nullcontext()
+    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA]
+                                                    if dev.type == "cuda" else [])
+    return torch.profiler.profile(activities=acts)
+
+
 def run_mode(mode, cfg, data, groups) -> dict:
     """Seconds per step of `steps` steps after `warmup`, and the timer's medians."""
     model, opt, timer = build(mode, cfg, groups)
     dev, (x, y) = runtime.device(), data
-    for i in range(cfg["warmup"] + cfg["steps"]):
-        if i == cfg["warmup"]:
-            sync(dev)  # note: CPU-GPU sync point, at the edge of the timed loop only
-            t0 = time.perf_counter()
-        step(model, opt, timer, x, y)
-    sync(dev)  # note: CPU-GPU sync point, after the timed loop
-    out = {"s_per_step": (time.perf_counter() - t0) / cfg["steps"]}
+    with _profiled(mode, dev):
+        for i in range(cfg["warmup"] + cfg["steps"]):
+            if i == cfg["warmup"]:
+                sync(dev)  # note: CPU-GPU sync point, at the edge of the timed loop only
+                t0 = time.perf_counter()
+            step(model, opt, timer, x, y)
+        sync(dev)  # note: CPU-GPU sync point, after the timed loop
+        out = {"s_per_step": (time.perf_counter() - t0) / cfg["steps"]}
     if timer is not None:
         t1 = time.perf_counter()
         res = timer.result()

@@ -11,6 +11,7 @@ DATA = "data_loading"
 HOST = "host_bound_steps"
 STARTUP = "startup"
 ACCUMULATION = "allreduce_every_micro_step"
+LAST_BUCKET = "last_bucket_exposed"
 
 CAUSES = {
     OUTSIDE: ("work outside the steps",
@@ -51,7 +52,15 @@ CAUSES = {
                    "(the gradients add up locally; DDP all-reduces them once, in the last micro-step's backward)",
                    "steps without an optimizer phase should show 0 allreduce_calls; all-reduces per optimizer "
                    "step should fall to one step's worth"),
-    STARTUP: ("start-up",
+    LAST_BUCKET: ("the last bucket's all-reduce is exposed",
+                  "a smaller bucket_cap_mb cannot help here: a bucket holds whole tensors and this one is ready "
+                  "only when the backward ends (a parameter used first in the forward, such as an input or "
+                  "tied embedding, gets its gradient last). Send fewer bytes (a bf16/fp16 compression hook "
+                  "halves them), all-reduce less often (gradient accumulation with no_sync), or, where the "
+                  "bucket holds several parameters, a cap below its size splits it",
+                  "per step, the last bucket's exposed time (its end minus its ready time, in `buckets`) "
+                  "should fall; the step time with it"),
+    STARTUP: ("start-up (once per launch)",
               "start once and train longer per launch; import and build before the timed part only "
               "what is needed; on CPUs, keep loader workers persistent",
               "account['startup'] + account['before_first_step'] against the run's length"),

@@ -32,13 +32,15 @@ class Finding:
 class Diagnosis:
     """Findings ranked by the time they cost (most first), what could not be
     decided, and per rank: wall time (the run's start to result()), steps,
-    outside work (total, and by name in `outside_work`) and unattributed seconds."""
+    outside work (total, and by name in `outside_work`) and unattributed seconds; `notes` (a
+    projection, shared cores) and `scores` (per phase, each rank against the fastest: 1.0 fastest)."""
     findings: list
     undecided: list
     ranks: list
     world_size: int
     setup: str = ""
     notes: list = field(default_factory=list)
+    scores: dict = field(default_factory=dict)
 
     @property
     def causes(self) -> list[str]:
@@ -56,6 +58,11 @@ class Diagnosis:
             lines.append(f"      {f.detail}")
             lines.append(f"      change: {f.change}")
             lines.append(f"      check: {f.check}")
+        uneven = {k: v for k, v in self.scores.items() if min(v) < 0.95}  # ranks within 5% are not listed
+        if uneven:
+            lines.append(" relative speed per phase, rank by rank (fastest = 1.00): " + "; ".join(
+                f"{k} " + ", ".join(f"{x:.2f}" for x in v) for k, v in uneven.items()))
+        lines += [f" note: {n}" for n in self.notes]
         lines += [f" undecided: {u}" for u in self.undecided]
         return "\n".join(lines)
 

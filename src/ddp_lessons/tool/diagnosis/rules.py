@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from .causes import ACCUMULATION, DATA, EXPOSED, HOST, LATENCY, OUTSIDE, STARTUP, WAITING
+from .causes import ACCUMULATION, DATA, EXPOSED, HOST, LAST_BUCKET, LATENCY, OUTSIDE, STARTUP, WAITING
 
 # A cause is listed when it costs at least 3% of a rank's wall time on the rank where it costs most.
 # The timer's own accounting error is well under 1% (the parts add up to the wall by construction;
@@ -30,16 +30,63 @@ EVEN = 1.5
 SHORT_GPU_STEP = 5e-3
 # Waits are undecided when the common clock's error is more than 10% of the largest rank's total wait.
 CLOCK_TRUST = 0.10
+# The last bucket is named when its own exposed time is at least half of the exposed transfer: then
+# the rest of the buckets overlapped the backward and a smaller cap leaves the last one as it is.
+LAST_BUCKET_SHARE = 0.5
+# DDP's first steps (one bucket of every gradient, then the buckets rebuilt in ready order) are left
+# out of the per-bucket reading: their order is not the run's.
+WARMUP_STEPS = 2
+
+
+def _sampled_total(steps, key, every: int) -> float:
+    """The sum of `key` over `steps`; where DDP's timings were sampled (`every` > 1), the steps
+    without it get the mean of the sampled steps after DDP's first 10 (its warm-up, always sampled)."""
+    have = [s[key] for s in steps if s.get(key) is not None]
+    total = float(sum(have))
+    if every <= 1 or not have or len(have) == len(steps):
+        return total
+    later = [s[key] for s in steps if s.get(key) is not None and s.get("step", 0) >= 10] or have
+    return total + (len(steps) - len(have)) * sum(later) / len(later)
+
+
+def last_bucket(steps) -> dict | None:
+    """Per-bucket reading (mode "full"): the exposed seconds of the bucket ready last, beyond the
+    wait and after every earlier bucket was done (so no cap or order of the others would change it),
+    its share of the bytes and how long after the one before it it became ready. None without buckets."""
+    secs, rows = 0.0, []
+    for s in steps[WARMUP_STEPS:]:
+        b = s.get("buckets") or []
+        if len(b) < 1 or "end" not in b[0]:
+            continue
+        last = max(b, key=lambda x: x["start"])
+        others = [x for x in b if x is not last]
+        before = max((x["end"] for x in others), default=last["start"])
+        own = max(0.0, last["end"] - max(last["start"], before) - (s.get("wait") or 0.0))
+        transfer = max(0.0, s.get("exposed", 0.0) - (s.get("wait") or 0.0))
+        secs += min(own, transfer)
+        gap = last["start"] - max((x["start"] for x in others), default=last["start"])
+        rows.append((last["bytes"], sum(x["bytes"] for x in b), len(b), gap))
+    if not rows:
+        return None
+    rows.sort()
+    mid = rows[len(rows) // 2]
+    return {"seconds": secs, "bytes": mid[0], "total_bytes": mid[1], "buckets": mid[2], "gap": mid[3]}
 
 
 def measures(r: dict) -> dict:
     """One rank's totals (seconds) from its timer result."""
     steps, acc = r["steps"], r.get("account")
     tot = lambda key: sum(s.get(key, 0.0) or 0.0 for s in steps)  # noqa: E731
+    every = int((r.get("ddp_logging") or {}).get("sample_every") or 1)
     per_step = lambda key: statistics.median(s.get(key, 0.0) or 0.0 for s in steps) if steps else 0.0  # noqa: E731
     compute = [s.get("forward", 0.0) + s.get("backward_compute", s.get("backward", 0.0)) + s.get("optimizer", 0.0)
                for s in steps]
-    m = {"rank": r.get("rank", 0), "wait": tot("wait"), "exposed": tot("exposed"), "data": tot("data"),
+    # on a GPU the data wait that counts is what the device saw (`data_stall`), not the host's wait
+    gpu = str(r.get("device", "")).startswith("cuda") and any("data_stall" in s for s in steps)
+    m = {"rank": r.get("rank", 0), "wait": _sampled_total(steps, "wait", every),
+         "exposed": _sampled_total(steps, "exposed", every), "data": tot("data_stall" if gpu else "data"),
+         "data_host": tot("data"), "threads": r.get("threads"), "cores": r.get("cores"), "hostname": r.get("host"),
+         "has_exposed": any("exposed" in s for s in steps), "sampled_every": every,
          "allreduce_step": per_step("allreduce"), "step_time": per_step("step_time"),
          "compute_step": statistics.median(compute) if compute else 0.0,
          "calls": tot("allreduce_calls"), "bytes": tot("allreduce_bytes"),
@@ -49,9 +96,19 @@ def measures(r: dict) -> dict:
     timed_opt = [s for s in steps if "optimizer" in s.get("phases", {})]
     micro = [s for s in steps if "optimizer" not in s.get("phases", {}) and s.get("allreduce_calls")]
     m["optimizer_steps"], m["micro_allreduce_steps"] = len(timed_opt), len(micro)
-    m["accumulation"] = (sum(s.get("exposed", 0.0) - (s.get("wait") or 0.0) for s in micro)
+    m["accumulation"] = (max(0.0, _sampled_total(micro, "exposed", every) - _sampled_total(micro, "wait", every))
                          if timed_opt and micro else 0.0)
+    micro_ids = {id(s) for s in micro}
+    lb = last_bucket([s for s in steps if id(s) not in micro_ids])
+    m["last_bucket_numbers"] = lb
     m["transfer"] = max(0.0, m["exposed"] - m["wait"] - m["accumulation"])
+    # charged to the last bucket only where it is most of the transfer, of several buckets (one bucket
+    # is no overlap at all), and the all-reduce is not latency-bound (that finding says more); never twice
+    m["last_bucket"] = 0.0
+    if lb and lb["buckets"] >= 2 and m["transfer"] and lb["seconds"] >= LAST_BUCKET_SHARE * m["transfer"] \
+            and not _latency_bound(m):
+        m["last_bucket"] = min(lb["seconds"], m["transfer"])
+    m["transfer"] -= m["last_bucket"]
     if acc is None:
         m.update(wall=tot("step_time"), outside={}, startup=None, host=None, after=0.0, account=False)
         return m
@@ -140,17 +197,33 @@ def wait_finding(ms):
     return (WAITING, "", secs, share, per, detail)
 
 
+def _latency_bound(m) -> bool:
+    per_call = m["bytes"] / m["calls"] if m["calls"] else 0.0
+    return per_call <= SMALL_MESSAGE and m["allreduce_step"] >= m["compute_step"]
+
+
 def comm_finding(ms):
     secs, share, per = _worst(ms, "transfer")
     if share < MIN_SHARE:
         return None
     m = ms[per.index(secs)]
     per_call = m["bytes"] / m["calls"] if m["calls"] else 0.0
-    small = per_call <= SMALL_MESSAGE and m["allreduce_step"] >= m["compute_step"]
+    small = _latency_bound(m)
     detail = (f"exposed after every rank was ready, s per rank: {_fmt_ranks(per)}; per step: all-reduce "
               f"{m['allreduce_step'] * 1e3:.3g} ms, compute {m['compute_step'] * 1e3:.3g} ms, "
               f"{per_call / 1024:.4g} KiB per call")
     return (LATENCY if small else EXPOSED, "", secs, share, per, detail)
+
+
+def last_bucket_finding(ms):
+    secs, share, per = _worst(ms, "last_bucket")
+    if share < MIN_SHARE:
+        return None
+    lb = ms[per.index(secs)]["last_bucket_numbers"]
+    detail = (f"it holds {lb['bytes'] / 2**20:.3g} of the {lb['total_bytes'] / 2**20:.3g} MiB in {lb['buckets']} "
+              f"bucket(s) and becomes ready last, {lb['gap'] * 1e3:.3g} ms after the one before it, with every "
+              f"earlier bucket already sent; its exposed time, s per rank: {_fmt_ranks(per)}")
+    return (LAST_BUCKET, "", secs, share, per, detail)
 
 
 def accumulation_finding(ms):
@@ -176,8 +249,10 @@ def simple_finding(ms, key, cause, what):
 
 def all_findings(ms, world) -> list:
     found = outside_findings(ms, world) + [
-        wait_finding(ms), comm_finding(ms), accumulation_finding(ms),
-        simple_finding(ms, "data", DATA, "waiting for batches inside the steps"),
+        wait_finding(ms), comm_finding(ms), accumulation_finding(ms), last_bucket_finding(ms),
+        simple_finding(ms, "data", DATA, "waiting for batches inside the steps"
+                       + (" (what the GPU waited: each step's start to its first phase)"
+                          if any(m["data"] != m["data_host"] for m in ms) else "")),
         simple_finding(ms, "host", HOST, "untimed host work in and between steps (step remainder + gaps)"),
         simple_finding(ms, "startup", STARTUP,
                        "the run's start (the process's, or the timer's run_start) to the first step")]

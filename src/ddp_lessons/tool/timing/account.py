@@ -10,6 +10,7 @@ before the window, `run_info` what a result carries about its run.
 from __future__ import annotations
 
 import os
+import socket
 import time
 
 
@@ -106,7 +107,8 @@ def account(wall: float, steps, outside, startup: float | None = None) -> dict:
 def run_info(device, mode, batch_size, group=None) -> dict:
     """What a result carries about its run: rank and world size in `group`
     (None: every rank), the group's global ranks where it is not every rank,
-    backend, device, timer mode, torch threads, batch size (as given), start method."""
+    backend, device, timer mode, torch threads, batch size (as given), start method, host name and
+    the cores this process may run on."""
     import torch
     import torch.distributed as dist
     grouped = dist.is_available() and dist.is_initialized()
@@ -114,10 +116,20 @@ def run_info(device, mode, batch_size, group=None) -> dict:
            "world_size": dist.get_world_size(group) if grouped else 1,
            "backend": dist.get_backend(group) if grouped else None,
            "device": str(device), "mode": mode, "threads": torch.get_num_threads(),
-           "batch_size": batch_size, "start_method": start_method()}
+           "batch_size": batch_size, "start_method": start_method(),
+           # ranks on one host that together run more threads than it has cores share them: a wait is then
+           # partly time a peer took from this rank (`diagnose` notes it)
+           "host": socket.gethostname(), "cores": _cores()}
     if grouped and group is not None and dist.get_world_size(group) != dist.get_world_size():
         out["group_ranks"] = dist.get_process_group_ranks(group)
     return out
+
+
+def _cores() -> int | None:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call (macOS): every core
+        return os.cpu_count()
 
 
 def start_method() -> str | None:

@@ -30,6 +30,27 @@ def _nbytes(t):
     return t.numel() * t.element_size()
 
 
+def light_numbers(steps, ddp_source, fr_source, device) -> str:
+    """Mode "light": put DDP's timings (`ddp_source`, a `light.DDPLogging`) and the flight recorder's
+    numbers (`fr_source`, a `light.FlightRecorderSource`) into `steps`; return the sources' names."""
+    import torch
+
+    from . import light
+    if ddp_source is not None:
+        ddp_source.finish(len(steps) - 1)
+    ddp = ddp_source.per_step() if ddp_source is not None else {}
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
+    fr = fr_source.collect(sync) if fr_source is not None else {}
+    # a step's all-reduce time from the recorder only where every duration is there and at a size
+    # where durations were shown to agree with the kernel's (`light.TRUSTED_BYTES`)
+    timed = {k for k, v in fr.items()
+             if v and all(b["duration"] is not None and b["bytes"] >= light.TRUSTED_BYTES for b in v)}
+    for s in steps:
+        _apply_light(s, ddp.get(s["step"]), fr.get(s["step"]), s["step"] in timed, has_exposed=ddp_source is not None)
+    parts = (["ddp_logging"] if ddp else []) + (["flight_recorder"] if fr else [])
+    return "+".join(parts) or "none"
+
+
 def _apply_light(s, ddp, fr, fr_timed, has_exposed):
     if ddp is not None:
         s.update(allreduce=ddp["allreduce_span"], allreduce_span=ddp["allreduce_span"],
@@ -40,8 +61,13 @@ def _apply_light(s, ddp, fr, fr_timed, has_exposed):
                  bucket_durations=fr)
         if fr_timed:
             s["allreduce"] = sum(b["duration"] for b in fr)  # one stream: no overlap between them
-    if not has_exposed:
+    if not has_exposed or ddp is None:  # not measured (no DDP timings, or a step DDP did not sample)
         s.pop("exposed", None)
+    if ddp is None and not fr_timed:    # a step's all-reduce is unknown, not 0
+        s.pop("allreduce", None)
+    if ddp is None and not fr:
+        s.pop("allreduce_calls", None)
+        s.pop("allreduce_bytes", None)
     s["backward_compute"] = max(0.0, s.get("backward", 0.0) - s.get("exposed", 0.0))
 
 

@@ -81,6 +81,11 @@ def step_numbers(i, s, values, origin):
                for idx, _, _, sent, grad in s["buckets"]]
     out = {"step": i, "t_start": start - origin, "step_time": end - start, "data": s["data"],
            "phases": phases, "buckets": buckets}
+    if phases:
+        # the step's start to its first phase on the timer's clock: on a GPU the time the device saw
+        # between the wait's first mark and the first phase's (0 when the host ran ahead of the device
+        # and its wait hid behind queued work; the wait itself where the device sat idle for the batch)
+        out["data_stall"] = max(0.0, min(a for a, _ in phases.values()))
     out.update({k: b - a for k, (a, b) in phases.items()})
     out.update(_comm_numbers(buckets, phases.get("backward")))
     return out

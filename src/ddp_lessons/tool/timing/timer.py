@@ -13,13 +13,12 @@ from __future__ import annotations
 import time
 
 import torch
-import torch.distributed as dist
 
 from ..hooks import allreduce_hook
 from . import light
 from .account import account, run_info, startup_since
 from .clocks import HostClock, cuda_clock
-from .comm import _apply_light, _register, timed_comm_hook
+from .comm import _register, light_numbers, timed_comm_hook
 from .marks import OFF, Outside, Phase, step_numbers
 from .reading import ddp_logging_times, median_step
 from .sync import CommonClock, ready_time
@@ -27,6 +26,10 @@ from .sync import CommonClock, ready_time
 __all__ = ["StepTimer", "median_step", "ddp_logging_times", "timed_comm_hook", "MODES"]
 
 MODES = ("full", "light")
+# DDP's timings on a GPU: one step in 10 (and DDP's own first 10). Reading them every step cost +4.5% of
+# case 2's 2 ms H200 step over the flight recorder alone (timer-validation-h200x1: light_ddp against
+# light), most of it DDP's wait on its CUDA events; a sample of every 10th step costs a tenth of that.
+DDP_SAMPLE_CUDA = 10
 
 
 class StepTimer:
@@ -63,14 +66,15 @@ class StepTimer:
     sending (`hook=`, default torch's `allreduce_hook`) times every bucket, from the moment DDP hands it
     over to the moment the inner hook's future has completed (on NCCL an event recorded in its callback);
     exposed: from the last bucket becoming ready (backward compute done) to the last all-reduce completing.
-    "light": DDP keeps its own C++ all-reduce and the timer reads, on NCCL, the flight recorder's
-    per-collective GPU durations, elsewhere (or with `ddp_logging=True`) DDP's own per-iteration timings
-    (`timing.light`): per step `allreduce`, calls, bytes, `bucket_durations`, and from DDP's timings
-    `allreduce_span` and `exposed`; `result()["comm_source"]` names the source. None picks "light" for a
-    DDP model on a GPU that keeps DDP's own all-reduce (`hook=None`), and
-    "full" otherwise. In "light", `ddp_logging=True` adds DDP's timings (the
-    exposed part; a wait on CUDA events every step: +9.5% against +3.9% on a
-    2 ms H200 step), None only where there is no flight recorder (not NCCL).
+    "light": DDP keeps its own C++ all-reduce and the timer reads DDP's own per-iteration timings
+    (`allreduce_span`, `exposed`, and from them `wait`) and, on NCCL, the flight recorder (calls, bytes,
+    `bucket_durations`; `timing.light`); `result()["comm_source"]` names the sources. None picks "light"
+    for a DDP model on a GPU that keeps DDP's own all-reduce (`hook=None`), and "full" otherwise.
+    `ddp_logging`: None reads DDP's timings every `DDP_SAMPLE_CUDA`-th step on a GPU (DDP then waits on
+    its CUDA events on those steps only; `result()["ddp_logging"]` says which steps have them, and
+    `diagnose` scales them to every step), every step elsewhere; True every step; an int k every k-th
+    step (and DDP's first 10); False never (no
+    `exposed`, no `wait`: `diagnose` says so). `flight_recorder=False` leaves NCCL's recorder alone.
     `enabled=False` turns every mark into a no-op (and takes no common
     reference): the same loop then runs uninstrumented.
     `group`: the ranks whose clocks are put on one axis (a barrier and a
@@ -109,19 +113,21 @@ class StepTimer:
         self._steps, self._buckets, self._outside = [], [], []
         self._outside_depth = self._unfinished = 0
         self._ddp = self._fr = None
-        if self.mode == "light" and self.times_comm and ddp_model is not None:
-            if flight_recorder and _is_nccl(ddp_model) and light.flight_recorder_available():
-                self._fr = light.FlightRecorderSource(ddp_model.process_group)
-            # DDP's timings cost a wait on CUDA events every step (timer-validation-h200x1):
-            # by default only where no flight recorder gives the all-reduce's time.
-            use_ddp = self._fr is None if ddp_logging is None else ddp_logging
-            self._ddp = light.DDPLogging(ddp_model) if use_ddp else None
+        self._epochs = 0  # passes of timer.data over a loader (its epochs, where each pass is one)
+        light_comm = self.mode == "light" and self.times_comm and ddp_model is not None
+        if light_comm and ddp_logging is not False:
+            every = (ddp_logging if type(ddp_logging) is int and ddp_logging > 0 else
+                     1 if ddp_logging is True or device.type != "cuda" else DDP_SAMPLE_CUDA)
+            self._ddp = light.DDPLogging(ddp_model, sample_every=every)
         self._new_step()
         state, hook = self.comm_hook()
         if ddp_model is not None and hook is not None:
             _register(ddp_model, state, hook)
         self._startup = startup
-        self._sync = CommonClock(self.clock, device, enabled, self.group)  # last: the barrier every member passes
+        self._sync = CommonClock(self.clock, device, enabled, self.group)  # the barrier every member passes
+        # after that barrier: the recorder keeps the collectives created from here on, not the barrier's
+        if light_comm and flight_recorder and light.is_nccl(ddp_model) and light.flight_recorder_available():
+            self._fr = light.FlightRecorderSource(ddp_model.process_group)
 
     def comm_hook(self):
         """(state, hook) to register on the DDP model: the timing hook around
@@ -181,7 +187,9 @@ class StepTimer:
                 token = self.clock.mark()
             t0 = time.perf_counter()
             try:
-                it = iter(iterable) if it is None else it  # a loader's start counts as waiting for data
+                if it is None:
+                    it = iter(iterable)  # a loader's start counts as waiting for data
+                    self._epochs += 1
                 batch = next(it)
             except StopIteration:
                 return
@@ -196,19 +204,31 @@ class StepTimer:
 
     def finish_step(self, loss, optimizer):
         """The rest of a plain training step, timed: backward, optimizer step
-        (gradients set to None), then `step_done`."""
-        with self.phase("backward"):
+        (gradients set to None), then `step_done`. Three marks, not five: the backward's end is
+        the optimizer's start and the optimizer's end is the step's (nothing runs between them),
+        which saves two event records a step on a GPU (about 11 us of host time on an H200)."""
+        if not self.enabled or self._outside_depth:
             loss.backward()
-        with self.phase("optimizer"):
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-        self.step_done()
+            return self.step_done()
+        with self.phase("backward"):  # refuses a second backward in the step, as a phase does
+            loss.backward()
+        b_end = self._cur["phases"]["backward"][1]
+        if "optimizer" in self._cur["phases"]:
+            raise ValueError("phase 'optimizer' entered twice in one step: call timer.step_done() after "
+                             "each step")
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        end = self.clock.mark()
+        self._cur["phases"]["optimizer"] = (b_end, end)
+        self.step_done(end)
 
-    def step_done(self):
+    def step_done(self, end=None):
         """Close the current step (call once per optimizer step or micro-step)."""
         if not self.enabled:
             return
-        self._cur["end"] = self.clock.mark()
+        self._cur["end"] = self.clock.mark() if end is None else end
         self._cur["buckets"] = sorted(self._buckets, key=lambda b: b[0])
         self._steps.append(self._cur)
         if self._ddp is not None:
@@ -249,6 +269,10 @@ class StepTimer:
             out["comm_source"] = "hook" if self.times_comm and self.mode == "full" else "none"
         if self._fr is not None:
             out["flight_recorder"] = self._fr.info
+        if self._ddp is not None:
+            out["ddp_logging"] = {"sample_every": self._ddp.sample_every,
+                                  "steps_with_exposed": sum("exposed" in s for s in steps)}
+        out["data_passes"] = self._epochs
         clock, waits = self._sync.finish(wall, t_end, [ready_time(s) for s in steps])
         for s, w in zip(steps, waits, strict=True):
             if w is not None:  # the part of `exposed` spent waiting for the slowest rank
@@ -260,17 +284,7 @@ class StepTimer:
 
     def _light_numbers(self, steps) -> str:
         """Put DDP's and the flight recorder's numbers into `steps`; name the source."""
-        if self._ddp is not None:
-            self._ddp.finish(len(steps) - 1)
-        ddp = self._ddp.per_step() if self._ddp is not None else {}
-        sync = (lambda: torch.cuda.synchronize(self.device)) if self.device.type == "cuda" else None
-        fr = self._fr.collect(sync) if self._fr is not None else {}
-        timed = {k for k, v in fr.items() if v and all(b["duration"] is not None for b in v)}
-        for s in steps:
-            _apply_light(s, ddp.get(s["step"]), fr.get(s["step"]), s["step"] in timed,
-                         has_exposed=self._ddp is not None)
-        parts = (["ddp_logging"] if ddp else []) + (["flight_recorder"] if timed else [])
-        return "+".join(parts) or "none"
+        return light_numbers(steps, self._ddp, self._fr, self.device)
 
 
 def _model_device(model):
@@ -278,10 +292,3 @@ def _model_device(model):
         return torch.device("cpu")
     p = next(model.parameters(), None)
     return p.device if p is not None else torch.device("cpu")
-
-
-def _is_nccl(ddp_model) -> bool:
-    try:
-        return dist.get_backend(ddp_model.process_group) == "nccl"
-    except Exception:  # noqa: BLE001 - no process group on the model
-        return False
