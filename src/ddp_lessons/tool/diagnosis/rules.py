@@ -61,7 +61,8 @@ def last_bucket(steps) -> dict | None:
         last = max(b, key=lambda x: x["start"])
         others = [x for x in b if x is not last]
         before = max((x["end"] for x in others), default=last["start"])
-        own = max(0.0, last["end"] - max(last["start"], before) - (s.get("wait") or 0.0))
+        # from the later of: every earlier bucket sent, every rank ready (this one's ready time + its wait)
+        own = max(0.0, last["end"] - max(before, last["start"] + (s.get("wait") or 0.0)))
         transfer = max(0.0, s.get("exposed", 0.0) - (s.get("wait") or 0.0))
         secs += min(own, transfer)
         gap = last["start"] - max((x["start"] for x in others), default=last["start"])
