@@ -52,7 +52,7 @@ print(where.describe())
 # %%
 # NBVAL_IGNORE_OUTPUT
 setups = {"broken x1": (broken, 1), "broken x2": (broken, 2), "fixed x1": (fixed, 1), "fixed x2": (fixed, 2)}
-raw = launch(train.rounds, args=(setups, 3), world_size=2, threads=1, backend=where.backend, timeout=300)
+raw = launch(train.rounds, args=(setups, 5), world_size=2, threads=1, backend=where.backend, timeout=300)
 runs = readout.setups(raw)
 times = {name: readout.times(rounds) for name, rounds in runs.items()}
 for name, rounds in runs.items():
