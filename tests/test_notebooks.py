@@ -94,3 +94,31 @@ def test_widget_cells_have_a_plain_call_beside_them(path):
             nxt = code[i + 1] if i + 1 < len(code) else None
             assert nxt is not None and "NBVAL_IGNORE_OUTPUT" not in nxt.source.splitlines()[0], \
                 f"widget cell {i} has no checked plain call after it"
+
+
+# Prose that hands the reader to a verdict instead of saying what the run showed.
+DEFERRING = ("verdict above", "verdicts above", "where the verdict", "where the verdicts", "whether the verdict",
+             "if the verdict", "the verdict says", "the verdicts say", "read the verdicts")
+
+
+def verdicts_per_section(nb) -> dict:
+    """Section heading ("## ...") -> verdict lines its stored outputs print."""
+    counts, heading = {}, "(before the first section)"
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            heading = next((ln for ln in c.source.splitlines() if ln.startswith("## ")), heading)
+            continue
+        for o in c.get("outputs", []):
+            text = o.get("text", "") if o.get("output_type") == "stream" else ""
+            counts[heading] = counts.get(heading, 0) + sum(ln.startswith("verdict:") for ln in text.splitlines())
+    return counts
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_at_most_one_verdict_a_section_and_prose_that_says_what_happened(path):
+    nb = nbformat.read(path, as_version=4)
+    over = {h: n for h, n in verdicts_per_section(nb).items() if n > 1}
+    assert not over, f"sections with more than one verdict line: {over}"
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown").lower()
+    deferring = [p for p in DEFERRING if p in prose]
+    assert not deferring, f"prose that defers to a verdict instead of saying what happened: {deferring}"

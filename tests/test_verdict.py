@@ -82,3 +82,16 @@ def test_separated_by_quartiles_survives_one_disturbed_repeat():
     assert V.separated("A faster", a, b, faster="a").fails
     assert V.separated("B faster", a, [0.2, 0.25, 0.21, 0.24, 0.22, 0.23]).status == V.UNRESOLVED
     assert V.separated("B faster", a[:2], b[:2]).status == V.UNRESOLVED
+
+
+def test_a_worded_verdict_prints_the_authors_sentence_for_its_outcome_and_one_figure():
+    words = dict(holds="Two ranks are slower here.", fails="Two ranks are faster here.", figure="ratio 1.2")
+    slow = V.worded(V.repeats("2 ranks are slower", [1.2, 1.3, 1.25, 1.22, 1.4], side=">", limit=1.0), **words)
+    fast = V.worded(V.repeats("2 ranks are slower", [0.8, 0.7, 0.9, 0.85, 0.75], side=">", limit=1.0), **words)
+    both = V.worded(V.repeats("2 ranks are slower", [0.8, 1.3, 0.9, 0.85, 1.1], side=">", limit=1.0), **words)
+    assert str(slow).splitlines() == ["verdict: Two ranks are slower here.", "  deciding numbers: ratio 1.2"]
+    assert fast.sentence == "Two ranks are faster here."
+    assert both.sentence.startswith("This run cannot tell whether 2 ranks are slower")
+    assert "rule:" in slow.explain() and "min .. max of 5" in slow.explain()
+    with pytest.raises(ValueError, match="each outcome"):
+        V.Verdict("c", V.HOLDS, says={V.HOLDS: "yes"})

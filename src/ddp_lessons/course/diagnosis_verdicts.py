@@ -16,14 +16,21 @@ def _findings(causes: list) -> dict:
 def ranks_first(causes: list, cause: str, label: str) -> V.Verdict:
     """`diagnose` ranks `cause` first: the tool's order against the lesson's measured one.
     Defined in notebook 05_case2_where_time_goes."""
-    return V.exact(f"diagnose ranks {label} first", causes[0] if causes else "no finding", expected=cause,
-                   what="first finding", numbers=_findings(causes))
+    v = V.exact(f"diagnose ranks {label} first", causes[0] if causes else "no finding", expected=cause,
+                what="first finding", numbers=_findings(causes))
+    first = causes[0] if causes else "nothing"
+    return V.worded(v, holds=f"diagnose puts {label} first, as the lesson's own measurement did.",
+                    fails=f"diagnose puts {first} first here, not {label}: read its first finding before the lesson's.",
+                    figure=f"first finding: {first}")
 
 
 def names(causes: list, expected: list, label: str) -> V.Verdict:
     """`diagnose` names every cause in `expected` among its findings. Defined in notebook 01_case1_broken."""
     missing = [c for c in expected if c not in causes]
-    return V.exact(f"diagnose names {label}", len(expected) - len(missing), expected=len(expected),
-                   what="the lesson's causes it names",
-                   numbers=_findings(causes) | {"missing": ", ".join(missing) or "none"})
+    v = V.exact(f"diagnose names {label}", len(expected) - len(missing), expected=len(expected),
+                what="the lesson's causes it names",
+                numbers=_findings(causes) | {"missing": ", ".join(missing) or "none"})
+    return V.worded(v, holds=f"diagnose names {label}, the causes the lesson measured.",
+                    fails=f"diagnose misses some of {label} on this run: {', '.join(missing)}.",
+                    figure=f"named {len(expected) - len(missing)} of {len(expected)}")
 

@@ -11,6 +11,7 @@ A leaf of the ground floor: it imports only `spread`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -30,6 +31,10 @@ class Verdict:
     the spread. Printed as two lines, e.g.
         verdict: HOLDS - 2 ranks take longer per epoch than 1
           deciding numbers: ratio 2 ranks / 1 rank per round 1.21 .. 1.34 (5 rounds); rule: ...
+    A verdict `worded` by the lesson's author prints that author's sentence for its outcome instead,
+    and one short figure (`explain()` gives every number and the rule):
+        verdict: On 2 CPU ranks an epoch takes longer than on 1: the answer to the post reproduces.
+          deciding numbers: 1.21 .. 1.34 x per round
     The first line is what the lesson's text may rely on; nbval compares it (a verdict that flips
     on a rerun fails CI). The second carries the numbers that decide it and the rule; its figures
     change from run to run, so nbval_sanitize.cfg masks that line after its label, and only that line."""
@@ -37,10 +42,24 @@ class Verdict:
     status: str
     numbers: dict = field(default_factory=dict)
     rule: str = ""
+    says: dict = field(default_factory=dict)   # outcome -> the plain sentence printed for it (`worded`)
+    figure: str = ""                           # the one short deciding figure printed beside it
 
     def __post_init__(self):
         if self.status not in (HOLDS, FAILS, UNRESOLVED):
             raise ValueError(f"Verdict status {self.status!r}: use one of {HOLDS!r}, {FAILS!r}, {UNRESOLVED!r}")
+        if self.says and set(self.says) != {HOLDS, FAILS, UNRESOLVED}:
+            raise ValueError("a worded verdict needs a sentence for each outcome: holds=, fails=, unresolved=")
+
+    @property
+    def sentence(self) -> str:
+        """What the lesson may rely on: the author's sentence for this outcome, or the claim with its status."""
+        return self.says.get(self.status) or f"{self.status.upper()} - {self.claim}"
+
+    def explain(self) -> str:
+        """Every deciding number and the rule (what `str` folds into one figure)."""
+        nums = ", ".join(f"{k} {v}" for k, v in self.numbers.items())
+        return f"{self.claim}: {self.status}; {nums}; rule: {self.rule}"
 
     @property
     def holds(self) -> bool:
@@ -58,6 +77,9 @@ class Verdict:
         raise TypeError("a Verdict has three outcomes: test .holds, .fails or .resolved, not its truth")
 
     def __str__(self) -> str:
+        if self.says:  # a plain sentence, and one short figure (`explain()` has them all)
+            figure = self.figure or next((f"{k} {v}" for k, v in self.numbers.items()), "")
+            return f"verdict: {self.sentence}\n  deciding numbers: {figure}"
         nums = ", ".join(f"{k} {v}" for k, v in self.numbers.items())
         return (f"verdict: {self.status.upper()} - {self.claim}\n"
                 f"  deciding numbers: {nums}; rule: {self.rule}")
@@ -73,6 +95,14 @@ class Verdict:
         print(self)
         object.__setattr__(self, "_shown", True)
         return self
+
+
+def worded(v: Verdict, *, holds: str, fails: str, unresolved: str | None = None, figure: str = "") -> Verdict:
+    """`v` with the sentence a lesson prints for each outcome: each true for the outcome it reports and
+    naming its subject (which setup, which machine); `unresolved` defaults to "This run cannot tell
+    whether <claim>". `figure`: the one deciding figure printed beside it (default: the first number)."""
+    unresolved = unresolved or f"This run cannot tell whether {v.claim} (inside the spread of its repeats)."
+    return dataclasses.replace(v, says={HOLDS: holds, FAILS: fails, UNRESOLVED: unresolved}, figure=figure)
 
 
 def _fmt(x, unit: str = "") -> str:
