@@ -373,3 +373,18 @@ def test_on_a_gpu_data_loading_is_charged_by_what_the_device_waited():
         for s in r["steps"]:
             s["data_stall"] = 0.02
     assert DATA in diagnose(ranks).causes
+
+
+def test_projection_keeps_the_loaders_start_once_when_later_epochs_do_not_pay_it_again():
+    ranks = run(data=0.01, startup=0.5)
+    for r in ranks:
+        r["data_passes"], r["pass_starts"] = 2, [0, 10]
+        r["steps"][0]["data"] = 0.4          # workers starting in the first step, persistent after
+    once = diagnose(ranks, epochs=200).findings
+    data = next(f for f in once if f.cause == DATA)
+    # 0.59 s measured, of which 0.39 s once (the first step beyond a later epoch's first): 0.39 + 0.2 x 100
+    assert data.seconds == pytest.approx(0.39 + 0.2 * 100)
+    for r in ranks:
+        r["steps"][10]["data"] = 0.4         # started again in every epoch: recurring
+    again = next(f for f in diagnose(ranks, epochs=200).findings if f.cause == DATA)
+    assert again.seconds == pytest.approx((0.4 + 0.4 + 18 * 0.01) * 100)

@@ -71,9 +71,10 @@ def _projection(ranks, epochs) -> tuple[float, str]:
 def _scale(m, factor) -> None:
     """A rank's measures at `factor` times the measured run length; start-up stays as it is."""
     keys = ("wait", "exposed", "data", "data_host", "transfer", "accumulation", "last_bucket", "host", "after")
+    once = {"data": m.get("data_launch") or 0.0}   # the loader's start in the first step: once per launch
     for k in keys:
         if m.get(k) is not None:
-            m[k] *= factor
+            m[k] = once.get(k, 0.0) + (m[k] - once.get(k, 0.0)) * factor
     m["outside"] = {k: v * factor for k, v in m["outside"].items()}
     m["induced"] = {k: v * factor for k, v in m.get("induced", {}).items()}
     start = m["startup"] or 0.0

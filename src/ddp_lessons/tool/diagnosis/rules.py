@@ -49,6 +49,18 @@ def _sampled_total(steps, key, every: int) -> float:
     return total + (len(steps) - len(have)) * sum(later) / len(later)
 
 
+def _launch_data(r, key) -> float:
+    """The part of the data wait paid once per launch: the first pass's first step (loader workers
+    starting) beyond what later passes' first steps wait (0 where they wait as long: workers started
+    again every epoch). Needs the timer's `pass_starts`; 0 without them."""
+    steps, starts = r["steps"], [i for i in r.get("pass_starts") or [] if i < len(r["steps"])]
+    if not starts:
+        return 0.0
+    firsts = [steps[i].get(key) or 0.0 for i in starts]
+    others = firsts[1:] or [statistics.median(s.get(key) or 0.0 for s in steps)]
+    return max(0.0, firsts[0] - statistics.median(others))
+
+
 def last_bucket(steps) -> dict | None:
     """Per-bucket reading (mode "full"): the exposed seconds of the bucket ready last, beyond the
     wait and after every earlier bucket was done (so no cap or order of the others would change it),
@@ -79,7 +91,9 @@ def measures(r: dict) -> dict:
     steps, acc = r["steps"], r.get("account")
     tot = lambda key: sum(s.get(key, 0.0) or 0.0 for s in steps)  # noqa: E731
     every = int((r.get("ddp_logging") or {}).get("sample_every") or 1)
-    per_step = lambda key: statistics.median(s.get(key, 0.0) or 0.0 for s in steps) if steps else 0.0  # noqa: E731
+    def per_step(key):  # the median over the steps that have it (a sampled number is not 0 elsewhere)
+        have = [s[key] for s in steps if s.get(key) is not None]
+        return statistics.median(have) if have else 0.0
     compute = [s.get("forward", 0.0) + s.get("backward_compute", s.get("backward", 0.0)) + s.get("optimizer", 0.0)
                for s in steps]
     # on a GPU the data wait that counts is what the device saw (`data_stall`), not the host's wait
@@ -88,6 +102,7 @@ def measures(r: dict) -> dict:
          "exposed": _sampled_total(steps, "exposed", every), "data": tot("data_stall" if gpu else "data"),
          "data_host": tot("data"), "threads": r.get("threads"), "cores": r.get("cores"), "hostname": r.get("host"),
          "has_exposed": any("exposed" in s for s in steps), "sampled_every": every,
+         "data_launch": _launch_data(r, "data_stall" if gpu else "data"),
          "allreduce_step": per_step("allreduce"), "step_time": per_step("step_time"),
          "compute_step": statistics.median(compute) if compute else 0.0,
          "calls": tot("allreduce_calls"), "bytes": tot("allreduce_bytes"),

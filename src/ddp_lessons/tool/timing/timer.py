@@ -113,7 +113,7 @@ class StepTimer:
         self._steps, self._buckets, self._outside = [], [], []
         self._outside_depth = self._unfinished = 0
         self._ddp = self._fr = None
-        self._epochs = 0  # passes of timer.data over a loader (its epochs, where each pass is one)
+        self._epochs, self._pass_starts = 0, []  # passes of timer.data over a loader, and their first steps
         light_comm = self.mode == "light" and self.times_comm and ddp_model is not None
         if light_comm and ddp_logging is not False:
             every = (ddp_logging if type(ddp_logging) is int and ddp_logging > 0 else
@@ -190,6 +190,7 @@ class StepTimer:
                 if it is None:
                     it = iter(iterable)  # a loader's start counts as waiting for data
                     self._epochs += 1
+                    self._pass_starts.append(len(self._steps))
                 batch = next(it)
             except StopIteration:
                 return
@@ -272,7 +273,7 @@ class StepTimer:
         if self._ddp is not None:
             out["ddp_logging"] = {"sample_every": self._ddp.sample_every,
                                   "steps_with_exposed": sum("exposed" in s for s in steps)}
-        out["data_passes"] = self._epochs
+        out["data_passes"], out["pass_starts"] = self._epochs, list(self._pass_starts)
         clock, waits = self._sync.finish(wall, t_end, [ready_time(s) for s in steps])
         for s, w in zip(steps, waits, strict=True):
             if w is not None:  # the part of `exposed` spent waiting for the slowest rank
