@@ -96,3 +96,15 @@ def test_coverage_is_the_named_share_of_each_wall():
     def acc(steps, outside, wall):
         return {"steps": steps, "outside": {"eval": outside}, "wall": wall}
     assert verdicts.coverage([acc(0.6, 0.38, 1.0), acc(1.0, 0.0, 2.0), acc(0, 0, 0)]) == [0.98, 0.5]
+
+
+def test_set_epoch_and_debug_levels_each_way():
+    same, new = [[1, 2, 3], [1, 2, 3]], [[1, 2, 3], [3, 1, 2]]
+    assert verdicts.set_epoch_reshuffles(same, new).holds
+    assert verdicts.set_epoch_reshuffles(new, new).fails and verdicts.set_epoch_reshuffles(same, same).fails
+    assert "reshuffles" in verdicts.set_epoch_reshuffles(same, new).sentence
+    names = ["aux_head.bias", "aux_head.weight"]
+    named = "Parameters which did not receive grad: aux_head.bias, aux_head.weight"
+    assert verdicts.debug_levels({"OFF": "indices 62 63", "INFO": named}, names).holds
+    assert verdicts.debug_levels({"OFF": named, "INFO": named}, names).fails
+    assert verdicts.debug_levels({"OFF": "indices", "INFO": "indices"}, names).fails

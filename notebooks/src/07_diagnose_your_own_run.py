@@ -19,8 +19,10 @@
 import os
 import tempfile
 
+from IPython.display import display
+
 from ddp_lessons import compare, diagnose, launch, place
-from ddp_lessons.tool import records
+from ddp_lessons.tool import plots, records
 from ddp_lessons.tool.timing import rank_account
 from ddp_lessons.course import diagnosis_verdicts
 from ddp_lessons.cases.own import accumulate, cores, gpu, readout, trace, train, unused, verdicts
@@ -45,7 +47,7 @@ print(where.describe())
 
 # %% [markdown]
 # ## 1 against 2 ranks, broken against fixed, in the same rounds
-# One launch of 2 ranks runs four setups in 3 interleaved rounds (A B C D, D C B A, ...): each setup on 1 rank
+# One launch of 2 ranks runs four setups in 5 interleaved rounds (A B C D, D C B A, ...): each setup on 1 rank
 # (rank 0 alone, rank 1 waiting) and on 2. A run's time is its slowest rank's wall time, and it includes the
 # evaluation between epochs, which happens outside every training step.
 
@@ -60,26 +62,42 @@ for name, rounds in runs.items():
     print(f"{name:10s} run time per round {', '.join(f'{t:.2f}' for t in times[name])} s; "
           f"rank 0 round 1: train {r['train_s']:.2f} s, evaluation {r['eval_s']:.2f} s of {r['eval_samples']} samples")
 
+# %%
+plots.rounds(times, title="run time per round, 1 and 2 CPU ranks (measured here)")
+
 # %% [markdown]
-# ## What the habits do, each checked
-# Without `set_epoch`, `DistributedSampler` shuffles with the same seed every epoch:
+# ## The sample order without `set_epoch`
+# `DistributedSampler` shuffles with its seed plus the epoch number it was given; without
+# `sampler.set_epoch(epoch)` that number stays 0, so every epoch draws the same order. The fix is one line
+# in the epoch loop:
+# ```python
+#  for epoch in range(epochs):
+# +    sampler.set_epoch(epoch)
+#      for batch in loader: ...
+# ```
 
 # %%
-verdicts.same_order_each_epoch(raw[0]["runs"]["broken x1"][0]["order"]).show()
-verdicts.same_order_each_epoch(raw[0]["runs"]["fixed x1"][0]["order"]).show();
+verdicts.set_epoch_reshuffles(raw[0]["runs"]["broken x1"][0]["order"], raw[0]["runs"]["fixed x1"][0]["order"]).show();
 
 # %% [markdown]
-# Every rank evaluates the whole test set, and it is a large part of each rank's time:
+# ## Every rank evaluates the whole test set
+# The broken setup calls its evaluation on every rank over the whole test set, so on 2 ranks the same work is
+# done twice and the second rank saves none of it. Counted, and timed against the 1-rank run:
 
 # %%
 b2 = runs["broken x2"]
-verdicts.every_rank_evaluates_everything([r["eval_samples"] for r in b2[0]], broken.test_size).show()
-verdicts.evaluation_share_large([r["eval_share"] for ranks in b2 for r in ranks]).show()
-verdicts.evaluation_not_split([rs[0]["eval_s"] for rs in runs["broken x1"]], [[r["eval_s"] for r in rs] for rs in b2]).show();
+print("test samples evaluated per rank on 2 ranks:", [r["eval_samples"] for r in b2[0]], "of", broken.test_size)
+per = [t / one for one, ranks in zip([rs[0]["eval_s"] for rs in runs["broken x1"]], b2, strict=True)
+       for t in [r["eval_s"] for r in ranks]]
+print(f"each rank's evaluation on 2 ranks / the 1-rank evaluation: {min(per):.2f} .. {max(per):.2f} "
+      "(split in two it would be about 0.5)")
+
+# %%
+verdicts.evaluation_share_large([r["eval_share"] for ranks in b2 for r in ranks]).show();
 
 # %% [markdown]
-# The verdicts above say whether each rank re-does the whole evaluation on 2 ranks instead of half of it.
-# So the second rank only shares the training, and the speed-up is capped:
+# ## What the second rank buys
+# With the evaluation done twice, the second rank shares only the training, so the speed-up is capped:
 
 # %%
 verdicts.speedup_below(times["broken x1"], times["broken x2"], 1.5).show();
@@ -100,6 +118,7 @@ for cause, lo, hi in readout.ranked(costs[0]):
 verdicts.largest_cost(costs, "duplicated evaluation").show();
 
 # %% [markdown]
+# ## The same run through `diagnose`
 # `ddp_lessons.diagnose` reads the same run (every rank's `StepTimer` result, the evaluation timed with
 # `timer.outside("eval")`) and ranks what cost it time by cause, each with what to change and how to check.
 # One process ran every setup of the rounds in turn, so each run's timer counts start-up from where that
@@ -122,6 +141,9 @@ found = diagnose([rank["runs"]["broken x2"][1] for rank in raw])
 found
 
 # %%
+plots.findings(found, title="diagnose: the broken setup on 2 CPU ranks, round 2")
+
+# %%
 diagnosis_verdicts.ranks_first(found.causes, "outside_steps", "work outside the steps (the evaluation)").show();
 
 # %% [markdown]
@@ -137,7 +159,8 @@ covered = verdicts.coverage([rank_account(rank["runs"][name][i]) for name in set
 print(f"steps + outside work = {min(covered):.1%} .. {max(covered):.1%} of each rank's wall time ({len(covered)} rank-runs)")
 
 # %% [markdown]
-# Duplicated evaluation is the first thing to fix (the verdict above). The fixes, as options
+# ## Fixed, and measured again
+# The fixes, as options
 # (`fixed.diff(broken)` above): `evaluation="distributed"` (each rank its shard, two counts summed),
 # `set_epoch=True`, `step_log="none"`, `num_workers="budget"` (loader workers within the core budget, below).
 # Measured again, with the repeats of the rounds above, side by side (`ddp_lessons.compare`, samples per
@@ -145,16 +168,16 @@ print(f"steps + outside work = {min(covered):.1%} .. {max(covered):.1%} of each 
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-per_run = {name: [[rank["runs"][name][i] for rank in raw if len(rank["runs"][name]) > i] for i in range(3)]
-           for name in setups}
+per_run = {name: [[rank["runs"][name][i] for rank in raw if len(rank["runs"][name]) > i]
+                  for i in range(len(raw[0]["runs"][name]))] for name in setups}
 compare(per_run, baseline="broken x1")
 
 # %%
 verdicts.fix_is_faster(times["broken x2"], times["fixed x2"], 2).show();
 
 # %% [markdown]
-# That verdict compares the fixed and broken setups on 2 ranks from their rounds' quartiles; the per-round times are printed
-# above. Whether 2 fixed ranks beat 1 rank depends on this machine (two cores shared with everything else it
+# The fixed and broken setups on 2 ranks are compared on their rounds' quartiles (the dots of the first plot).
+# Whether 2 fixed ranks beat 1 rank depends on this machine (two cores shared with everything else it
 # runs); the recorded GPU run below gives the one-GPU figures.
 #
 # ## A profiler trace of a few steps
@@ -173,37 +196,65 @@ for row in prof["top"][:8]:
     print(f"{row['name'][:40]:40s} calls {row['calls']:5d}  self CPU {row['self_cpu_us'] / 1e3:8.1f} ms")
 
 # %% [markdown]
-# ## The recorded GPU run: Holistic Trace Analysis, NCCL's own words, the topology
+# ## The recorded GPU run: broken against fixed on one H200
 # The same workload at half width on one GPU under DDP and NCCL (world size 1), recorded by
-# `benchmarks/record_own_run_gpu.py` into `data/runs/own-run-h200x1/`:
+# `benchmarks/record_own_run_gpu.py` into `data/runs/own-run-h200x1/`, timed by `StepTimer` with its defaults
+# (mode "light": DDP's own all-reduce, read through DDP's timings on every 10th step and the flight recorder):
 
 # %%
 rec = gpu.load()
 print(records.describe_machine(rec) if rec else "not recorded yet: run benchmarks/record_own_run_gpu.py on a GPU machine")
+print("recorded at commit", rec["commit"] if rec else None)
 
 # %% [markdown]
-# Its broken and fixed setups in 3 interleaved rounds on the one GPU (run time per round):
+# At world size 1 distributed evaluation and `set_epoch` change nothing (one rank's shard is the whole set);
+# what differs is the per-step `loss.item()` and print, and 15 persistent loader workers with 1 torch thread
+# (the budget of 16 cores) in place of loading in the main process with 16 threads. Its rounds:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-gpu_times = {k: readout.times(v) for k, v in readout.setups(rec["results"]["rounds"]).items()} if rec else {}
-print({k: [f"{t:.3f} s" for t in v] for k, v in gpu_times.items()})
+gpu_runs = readout.setups(rec["results"]["rounds"]) if rec else {}
+gpu_times = {k: readout.times(v) for k, v in gpu_runs.items()}
+for k, v in gpu_runs.items():
+    print(f"{k}: {v[0][0]['threads']} torch threads, {v[0][0]['workers']} loader workers; run time per round "
+          + ", ".join(f"{t:.2f}" for t in gpu_times[k]) + " s")
 
 # %%
 if rec:
-    gpu_runs = readout.setups(rec["results"]["rounds"])
-    gpu_steps = {k: readout.median_steps(v, rec["results"]["rounds"]["runs"][k]) for k, v in gpu_runs.items()}
-    verdicts.fix_is_faster(gpu_times["broken"], gpu_times["fixed"], 1).show()
-    verdicts.step_is_shorter(gpu_steps["broken"], gpu_steps["fixed"], "one GPU").show();
+    display(plots.rounds(gpu_times, title="the recorded run on one H200: run time per round"))
+
+# %%
+if rec:
+    verdicts.fix_is_faster(gpu_times["broken"], gpu_times["fixed"], 1).show();
 
 # %% [markdown]
-# The two verdicts above say whether the fixes shorten the whole run and whether they shorten the step on one
-# GPU. At world size 1 distributed evaluation and `set_epoch` change nothing (one rank's shard is the whole set);
-# what differs is the per-step `loss.item()` and print, and 15 loader workers (the budget of 16 cores) in place
-# of the main process. Where the step is shorter but the run is not, the difference lies outside the steps,
-# and it is not taken apart here; one candidate is that the loader's workers are started again at every epoch
-# (`persistent_workers=False`), a start that is in the epoch's time and in no step's.
+# ## Measure every fix: one made for N ranks can cost 1
+# A fix is a trade. Loader workers take the batch preparation off the training thread, so every step
+# waits less; but starting them costs time once (15 processes forked, each building its first batches), inside the
+# first step. `diagnose` on one round of each setup; the same runs projected to 200 epochs
+# (`diagnose(run, epochs=200)`), where start-up and the workers' first start are paid once and
+# everything else 100 times:
 
+# %%
+# NBVAL_IGNORE_OUTPUT
+if rec:
+    for k in ("broken", "fixed"):
+        run = [readout.timer_with_passes(gpu_runs[k][1][0])]
+        steps = run[0]["steps"]
+        print(f"{k}: first step's data stall {steps[0]['data_stall'] * 1e3:.0f} ms, then median "
+              f"{sorted(s['data_stall'] for s in steps[1:])[len(steps) // 2] * 1e3:.2f} ms a step")
+        display(plots.findings(diagnose(run), title=f"{k}, one H200, the recorded 2 epochs"))
+        display(plots.findings(diagnose(run, epochs=200), title=f"{k}, projected to 200 epochs"))
+
+# %% [markdown]
+# At the recorded 2 epochs the workers' start in the first step costs about as much as the per-step
+# loading it saves, so the fixed run is not clearly shorter; projected to 200 epochs the start is a small
+# one-off and the broken setup's per-step data wait is what remains. The lesson for your run: measure every
+# fix at the run length you care about (and with the same number of ranks), and keep the workers
+# persistent (`persistent_workers=True`): without it the start is paid again at every epoch.
+
+# %% [markdown]
+# ## Holistic Trace Analysis
 # %% [markdown]
 # HTA reads the trace folder and splits each rank's GPU time into computation, communication, memory copies and
 # idle time. At world size 1 there is one rank: HTA's views across ranks (stragglers, the same kernel's

@@ -1,8 +1,9 @@
 """The course's figures, from the timings `StepTimer` returns: `step_breakdown` (each rank's
 steps stacked by part), `comparison` (runs side by side, from `ddp_lessons.compare`), `timeline`
-(one step, one row per rank, so overlap is visible) and `bandwidth` (all-reduce time and busbw over
-message size, with the fitted model). Every function returns the matplotlib Figure, already closed:
-a notebook shows it once, as the cell's value, and pyplot keeps no reference to it.
+(one step, one row per rank, so overlap is visible), `bandwidth` (all-reduce time and busbw over
+message size, with the fitted model), `findings` (a diagnosis's costs) and `rounds` (setups' times
+per round). Legends sit outside the data. Every function returns the matplotlib Figure, closed: a
+notebook shows it once, as the cell's value, and pyplot keeps no reference to it.
 Defined in notebook 00_first_launch.
 """
 
@@ -30,16 +31,25 @@ def _step_parts(s: dict, others: list) -> dict:
     return parts
 
 
-def step_breakdown(ranks: list, title: str = "", skip: int = 0, unit: float = 1e3):
+def _legend_outside(ax, **kw):
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kw)
+
+
+def step_breakdown(ranks: list, title: str = "", skip: int = 0, unit: float = 1e3, labels=None,
+                   clip: float = 4.0):
     """Stacked per-step time of every rank (ms): data wait, forward, backward compute, waiting for
     a slower rank, exposed all-reduce, optimizer, any other phase, and the step's remainder no phase
     covers; the grey line is the step time, the black one the all-reduce's whole busy time (the part
     above the exposed bar was hidden behind the backward pass). `ranks`: what the workers returned,
-    or their timer results. Defined in notebook 00_first_launch."""
+    or their timer results; `labels`: a title per panel (default "rank r (device)"). The y axis stops at
+    `clip` times the median step, so one slow step (a loader starting, an evaluation) does not flatten
+    the rest: a clipped step is marked with its time. Defined in notebook 00_first_launch."""
     rank_times = [timer_result(r) or r for r in ranks]
     n = len(rank_times)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.2), sharey=True, squeeze=False)
-    for ax, times in zip(axes[0], rank_times, strict=True):
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n + 1.6, 3.2), sharey=True, squeeze=False)
+    tops = sorted(s["step_time"] * unit for t in rank_times for s in t["steps"][skip:]) or [1.0]
+    ymax = clip * tops[len(tops) // 2] if tops[-1] > clip * tops[len(tops) // 2] else None
+    for i, (ax, times) in enumerate(zip(axes[0], rank_times, strict=True)):
         steps = times["steps"][skip:]
         others = list(dict.fromkeys(k for s in steps for k in s.get("phases", {}) if k not in _KNOWN))
         rows = [_step_parts(s, others) for s in steps]
@@ -51,11 +61,24 @@ def step_breakdown(ranks: list, title: str = "", skip: int = 0, unit: float = 1e
             ax.bar(xs, vals, bottom=bottom, color=color, label=label, width=0.85, edgecolor="none")
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         ax.plot(xs, [s["step_time"] * unit for s in steps], "_", color="#555555", ms=8, label="step time")
-        ax.plot(xs, [s.get("allreduce", 0.0) * unit for s in steps], "k.-", lw=1, label="all-reduce busy")
-        ax.set_title(f"rank {times['rank']}" + (f" ({times['device']})" if times.get("device") else ""))
+        timed = [(x, s["allreduce"] * unit) for x, s in zip(xs, steps, strict=True) if s.get("allreduce") is not None]
+        if timed:  # only steps whose all-reduce was measured (DDP's timings may be sampled)
+            ax.plot([x for x, _ in timed], [y for _, y in timed], "k.-" if len(timed) == len(steps) else "k.", lw=1,
+                    label="all-reduce busy")
+        if ymax is not None:
+            for x, s in zip(xs, steps, strict=True):
+                if s["step_time"] * unit > ymax:
+                    ax.annotate(f"{s['step_time'] * unit:.0f}", (x, ymax), fontsize=6, ha="center", va="top",
+                                xytext=(0, -2), textcoords="offset points")
+        default = f"rank {times['rank']}" + (f" ({times['device']})" if times.get("device") else "")
+        ax.set_title(labels[i] if labels else default, fontsize=9)
         ax.set_xlabel("step")
+    if ymax is not None:
+        axes[0][0].set_ylim(0, ymax)
     axes[0][0].set_ylabel("time per step (ms)")
-    axes[0][-1].legend(fontsize=7, loc="upper right")
+    if ymax is not None:
+        fig.text(0.01, 0.01, f"axis cut at {clip:g}x the median step; a number marks a longer step (ms)", fontsize=7)
+    _legend_outside(axes[0][-1])
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -69,7 +92,7 @@ def timeline(ranks: list, step: int = -1, title: str = "", unit: float = 1e3):
     visible. Defined in notebook 00_first_launch."""
     rank_times = [timer_result(r) or r for r in ranks]
     n = len(rank_times)
-    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.9 * n))
+    fig, ax = plt.subplots(figsize=(9, 1.5 + 0.9 * n))
     colors = {"forward": "#4c72b0", "backward": "#55a868", "optimizer": "#8172b2"}
     for row, times in enumerate(rank_times):
         s = times["steps"][step]
@@ -77,14 +100,14 @@ def timeline(ranks: list, step: int = -1, title: str = "", unit: float = 1e3):
         for name, (a, b) in s["phases"].items():
             ax.barh(y + 0.5, (b - a) * unit, left=a * unit, height=0.8,
                     color=colors.get(name, "#999999"), label=name if row == 0 else None)
-        for k, bk in enumerate(s["buckets"]):
+        for k, bk in enumerate(s["buckets"]):   # one colour; black edges tell the buckets apart
             ax.barh(y - 0.5, (bk["end"] - bk["start"]) * unit, left=bk["start"] * unit, height=0.8,
-                    color="#c44e52" if k % 2 == 0 else "#dd8452", edgecolor="k", lw=0.3,
-                    label="bucket all-reduce" if row == 0 and k == 0 else None)
+                    color="#dd8452", edgecolor="k", lw=0.4,
+                    label="all-reduce, one bar per bucket" if row == 0 and k == 0 else None)
     ax.set_yticks([(n - 1 - r) * 2 + d for r in range(n) for d in (0.5, -0.5)])
     ax.set_yticklabels([f"rank {r} {lane}" for r in range(n) for lane in ("compute", "all-reduce")], fontsize=8)
     ax.set_xlabel("time since step start (ms)")
-    ax.legend(fontsize=7, loc="lower right", ncol=4)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35 - 0.1 / n), ncol=4)
     ax.set_title(title or f"one step (step {rank_times[0]['steps'][step]['step']})")
     fig.tight_layout()
     plt.close(fig)
@@ -120,7 +143,7 @@ def comparison(comparison, title: str = "runs compared"):
     repeats) per run, and each run's median step split into its phases (ms)."""
     names = list(comparison.rows)
     rows = [comparison.rows[n] for n in names]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11.5, 3.4))
     tp = [r[comparison.metric] for r in rows]
     med = [t["median"] if t else 0.0 for t in tp]
     err = [[m - (t["min"] if t else 0.0) for m, t in zip(med, tp, strict=True)],
@@ -136,7 +159,7 @@ def comparison(comparison, title: str = "runs compared"):
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     a2.plot(names, [r["step"]["median"] * 1e3 for r in rows], "k_", ms=20, label="step time")
     a2.set_ylabel("median step (ms)")
-    a2.legend(fontsize=7)
+    _legend_outside(a2)
     fig.suptitle(title)
     fig.tight_layout()
     plt.close(fig)
@@ -144,3 +167,42 @@ def comparison(comparison, title: str = "runs compared"):
 
 
 PARTS_COLORS = {k: c for k, _, c in PARTS} | {"exposed": "#c44e52"}
+
+
+def findings(diagnosis, title: str = ""):
+    """A `Diagnosis` as bars: each finding's seconds (at the rank where it costs most), its share of
+    that rank's wall time written beside it, most costly on top. Defined in notebook 07_diagnose_your_own_run."""
+    fs = list(diagnosis.findings)[::-1]
+    fig, ax = plt.subplots(figsize=(7.5, 0.6 + 0.4 * max(1, len(fs))))
+    ax.barh([f.label[:48] for f in fs], [f.seconds for f in fs], color="#4c72b0")
+    for i, f in enumerate(fs):
+        ax.annotate(f"{f.share:.0%} of the wall", (f.seconds, i), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.set_xlabel("seconds lost (at the rank where it costs most)")
+    ax.set_xlim(0, max([f.seconds for f in fs], default=1.0) * 1.35)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_title(title or f"diagnose: {diagnosis.world_size} rank(s){diagnosis.setup}", fontsize=9)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def rounds(times: dict, title: str = "", unit: str = "s"):
+    """Setups' times, one dot per round and a line at each setup's median: `times` is name -> list of
+    round values (None: a failed round). Defined in notebook 07_diagnose_your_own_run."""
+    import statistics
+    names = list(times)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 3.0))
+    for i, n in enumerate(names):
+        vals = [v for v in times[n] if v is not None]
+        ax.plot([i] * len(vals), vals, "o", ms=4, alpha=0.7, color="#4c72b0")
+        if vals:
+            ax.plot([i - 0.25, i + 0.25], [statistics.median(vals)] * 2, "k-", lw=2)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, fontsize=8)
+    ax.set_ylabel(f"run time ({unit}); line: median")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

@@ -72,3 +72,14 @@ def median_steps(rounds: list[list[dict]], raw_runs: list[dict]) -> list[float]:
         firsts = {e["first_step"] for e in r["epochs"]} | {e["first_step"] + 1 for e in r["epochs"]}
         out.append(statistics.median(s["step_time"] for s in r["timer"]["steps"] if s["step"] not in firsts))
     return out
+
+
+def timer_with_passes(run: dict) -> dict:
+    """One rank's timer result from `train`'s value, with each epoch's first step (`pass_starts`)
+    taken from its epochs where the timer did not record them (records made before it did), so
+    `diagnose(..., epochs=N)` can tell the loader's start once per launch from a start every epoch.
+    Defined in notebook 07_diagnose_your_own_run."""
+    t = dict(run["timer"])
+    if not t.get("pass_starts"):
+        t.update(pass_starts=[e["first_step"] for e in run["epochs"]], data_passes=len(run["epochs"]))
+    return t

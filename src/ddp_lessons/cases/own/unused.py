@@ -34,10 +34,10 @@ def _two_steps(width: int) -> str | None:
 
 
 def unused_parameter_errors(width: int = 8) -> dict:
-    """The error DDP raises for the unused head, at debug level OFF and at DETAIL.
+    """The error DDP raises for the unused head, at debug levels OFF, INFO and DETAIL.
     Defined in notebook 07_diagnose_your_own_run."""
     out = {}
-    for level in ("OFF", "DETAIL"):
+    for level in ("OFF", "INFO", "DETAIL"):
         os.environ["TORCH_DISTRIBUTED_DEBUG"] = level
         dist.set_debug_level_from_env()   # DDP reads the level when it is constructed
         out[level] = _two_steps(width)
