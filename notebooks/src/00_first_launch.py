@@ -21,6 +21,22 @@
 # | `06_case2_breakeven` | "is my model too simple?": what one GPU can do with each lever, and from which width N GPUs beat the fastest one-GPU step |
 # | `07_diagnose_your_own_run` | a run of your own (a small ResNet on CIFAR-shaped data): diagnosed, fixed in order, measured again; torch.profiler, HTA, `TORCH_DISTRIBUTED_DEBUG`, `NCCL_DEBUG`, core budget, `no_sync` |
 
+# %% [markdown]
+# ## Your run is slower on N GPUs than on one: what to measure first
+# Most such cases are decided by a handful of measurements, taken in this order (each one can end the search).
+# The course teaches each of them; `ddp_lessons.diagnose` carries most of them to your own run
+# (`07_diagnose_your_own_run` walks a run through the list at its end):
+#
+# | # | measure | what it tells | taught in | on your run |
+# |---|---|---|---|---|
+# | 1 | scaling efficiency from steady-state steps: samples/s on N ranks / (N x samples/s on 1), warm-up steps left out | whether there is a problem at all, and how big | 01, 02, 07 | `compare(runs, baseline=...)` |
+# | 2 | samples and steps per rank | whether the data is split at all (a sampler that gives every rank everything makes N ranks N times the work) | 01, 07 | the timer's step count per rank; `len(loader)` |
+# | 3 | gradient bytes per step against the link's bandwidth, and the backward's bucket timeline | whether the all-reduce can hide behind the backward, and which bucket is left exposed | 00, 03, 06 | findings "exposed all-reduce", "the last bucket", "latency-bound"; `whatif` |
+# | 4 | the transport: `nvidia-smi topo -m`, `NCCL_DEBUG=INFO`, an all-reduce benchmark | whether the bytes go GPU to GPU or through the host, and at what rate | 00, 03, 07 | `python -m ddp_lessons allreduce` |
+# | 5 | per-rank imbalance and waits | whether one rank (more data, its own evaluation, a shared core) holds up the others | 01, 07 | finding "waiting for a slower rank"; relative speed per phase |
+# | 6 | whether steps are host-bound | whether the GPU waits for Python: `loss.item()`, prints, data prepared on the training thread, kernel launches | 05, 06, 07 | findings "host-bound steps", "data-loading wait" |
+# | 7 | per-launch and per-epoch costs: start-up, evaluation, loader restarts | what a short test overstates, and what a long run pays every epoch | 04, 05, 07 | findings "start-up (once per launch)", "work outside the steps"; `diagnose(run, epochs=N)` |
+
 # %%
 import torch
 from ddp_lessons import launch, place

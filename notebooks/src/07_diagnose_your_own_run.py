@@ -25,7 +25,7 @@ from ddp_lessons import compare, diagnose, launch, place
 from ddp_lessons.tool import plots, records
 from ddp_lessons.tool.timing import rank_account
 from ddp_lessons.course import diagnosis_verdicts
-from ddp_lessons.cases.own import accumulate, cores, gpu, readout, trace, train, unused, verdicts
+from ddp_lessons.cases.own import accumulate, cores, gpu, procedure, readout, trace, train, unused, verdicts
 from ddp_lessons.cases.own.exercises import check
 from ddp_lessons.cases.own.model import SmallResNet, parameter_count
 from ddp_lessons.cases.own.options import Options
@@ -255,7 +255,6 @@ if rec:
 
 # %% [markdown]
 # ## Holistic Trace Analysis
-# %% [markdown]
 # HTA reads the trace folder and splits each rank's GPU time into computation, communication, memory copies and
 # idle time. At world size 1 there is one rank: HTA's views across ranks (stragglers, the same kernel's
 # duration on every rank) have nothing to compare, and DDP's all-reduce at world size 1 has no other rank to
@@ -273,7 +272,7 @@ if hta and not isinstance(hta["temporal"], str):
     verdicts.mostly_idle(hta["temporal"][0]["idle_time_pctg"]).show();
 
 # %% [markdown]
-# The verdict above says whether the GPU sat idle for most of the 3 traced steps. HTA's idle breakdown
+# HTA's idle breakdown
 # (printed above) splits idle time into `host_wait` (the GPU waits for the host to queue work: a host-bound
 # step; the traced run is the broken setup, whose host also makes every batch in PIL and waits for
 # `loss.item()` each step) and `kernel_wait` (gaps
@@ -281,6 +280,7 @@ if hta and not isinstance(hta["temporal"], str):
 # what the host is doing during each gap.
 
 # %% [markdown]
+# ## NCCL's own words, and the topology
 # `NCCL_DEBUG=INFO` (set before the process group exists) makes NCCL say which network it bootstraps on, which
 # devices the communicator holds and, between GPUs, which transport each channel uses: `via P2P/IPC` (direct GPU
 # to GPU over NVLink or PCIe), `via SHM` (through host shared memory: no peer access), `NET/Socket` or `NET/IB`
@@ -293,11 +293,10 @@ for kind, group in gpu.sort_nccl(lines).items():
     print(f"-- {kind} ({len(group)} lines)", *group[:4], sep="\n")
 
 # %%
-if rec:
-    verdicts.no_peer_transport(lines, rec["config"]["world_size"]).show();
+print("lines naming a transport between GPUs ('via ...'):", sum(" via " in ln for ln in lines))
 
 # %% [markdown]
-# At world size 1 the communicator has one rank, so no channel connects two GPUs: the question "P2P or
+# At world size 1 the communicator has one rank, so no channel connects two GPUs (no line names one): the question "P2P or
 # through the host?" that case 1's PCIe assumption hangs on needs 2 GPUs. `nvidia-smi topo -m` answers it for
 # the hardware: `NV#` (NVLink), `PIX`/`PXB` (PCIe switches), `PHB`/`NODE`/`SYS` (through the host bridge or
 # between sockets: the slower paths).
@@ -310,17 +309,19 @@ print(topo["text"] or topo["reason"])
 # %% [markdown]
 # ## An unused parameter, named
 # A model with a head `forward` never calls, under DDP with `find_unused_parameters=False`, on 2 gloo ranks.
-# At the default debug level the error gives parameter indices; `TORCH_DISTRIBUTED_DEBUG=DETAIL` adds their
-# names (it also checks every collective across ranks, extra work in every collective: not for timing runs).
+# At the default debug level the error gives parameter indices; `TORCH_DISTRIBUTED_DEBUG=INFO` adds their
+# names, and so does DETAIL, which also checks every collective across ranks (extra work in every collective:
+# not for timing runs). `find_unused_parameters=True` would let this model train, at a price every step: DDP
+# walks the autograd graph from the outputs to find the unused parameters, all-reduces a bitmap of the used
+# ones, and does not rebuild its buckets in ready order (not measured here).
 
 # %%
 errors = launch(unused.unused_parameter_errors, world_size=2, threads=1, backend="gloo")[0]
 names = unused.unused_names(SmallResNet(width=8, with_unused_branch=True))
-print(errors["DETAIL"])
+print(errors["INFO"])
 
 # %%
-verdicts.names_parameters(errors["DETAIL"], names).show()
-verdicts.names_parameters(errors["OFF"], names).show();
+verdicts.debug_levels(errors, names).show();
 
 # %% [markdown]
 # ## Core budgeting
@@ -337,7 +338,9 @@ for cores_, ranks, dev in [(2, 1, "cpu"), (2, 2, "cpu"), (16, 1, "cuda"), (64, 4
 # A common copied setting, `num_workers=4` beside 2 threads on each of 2 ranks of a 2-core machine:
 
 # %%
-verdicts.oversubscribed(cores.load(cores=2, ranks=2, workers=4, threads=2)).show();
+load = cores.load(cores=2, ranks=2, workers=4, threads=2)
+print(f"{load['ranks']} ranks x ({load['threads']} threads + {load['workers']} workers) = {load['busy']} busy on "
+      f"{load['cores']} cores: they take turns")
 
 # %% [markdown]
 # ## Gradient accumulation with `no_sync`
@@ -351,14 +354,24 @@ plain = launch(accumulate.accumulate, kwargs={"use_no_sync": False}, world_size=
 print(f"{acc['samples']} samples per step; all-reduces: {acc['allreduce_calls']} with no_sync, {plain['allreduce_calls']} without")
 
 # %%
-verdicts.same_gradients(acc["max_abs_diff"], acc["max_abs_grad"]).show()
-verdicts.fewer_allreduces(acc["allreduce_calls"], plain["allreduce_calls"]).show();
+verdicts.same_gradients(acc["max_abs_diff"], acc["max_abs_grad"]).show();
+
+# %% [markdown]
+# ## The procedure, on this run
+# Notebook 00's seven measurements, in order, read off the broken setup's run on 2 CPU ranks here (round 2)
+# against 1 rank:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for line in procedure.walk(runs, times, found, "broken x1", "broken x2"):
+    print(line)
 
 # %% [markdown]
 # ## Summary
 # - Measure 1 and 2 ranks in the same rounds, and time what happens between the steps: here the evaluation
 #   between epochs, which step timings alone never see.
-# - Rank the avoidable costs, fix the largest first (the verdicts above say which it was here), then measure again.
+# - Rank the avoidable costs and fix the largest first (here the duplicated evaluation, in the section on
+#   ranking), then measure again, at the run length you care about.
 # - The standard tools each answer one question: the profiler where a step's time goes; HTA how busy the GPU
 #   was and, on several ranks, who waited for whom; DETAIL which parameters DDP waited for; NCCL_DEBUG and
 #   `nvidia-smi topo -m` which path the bytes take.

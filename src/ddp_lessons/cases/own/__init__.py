@@ -8,7 +8,8 @@ rank's objects) · train (the timed loop; interleaved rounds) · trace
 (torch.profiler, exported for Perfetto and HTA) · cores (core budgeting) ·
 readout (runs as numbers: times, costs by cause) · accumulate (no_sync) ·
 unused (TORCH_DISTRIBUTED_DEBUG) · gpu (the recorded GPU run read back: NCCL
-lines, Holistic Trace Analysis) · verdicts · exercises.
+lines, Holistic Trace Analysis) · procedure (notebook 00's measurements walked
+on one run) · verdicts · exercises.
 """
 
 from .options import Options
