@@ -41,11 +41,10 @@
 import torch
 from ddp_lessons import launch, place
 from ddp_lessons.tool import allreduce, plots, records
+from ddp_lessons.course.timer_validation.check import validation_summary
 from ddp_lessons.tool.timing import median_step, timed_steps
-from ddp_lessons.course import replay
 from ddp_lessons.cases.intro import verdicts, workers
 from ddp_lessons.cases.intro.exercises import check
-from ddp_lessons.cases.intro.replay import rerun
 
 # %% [markdown]
 # ## What this machine has
@@ -66,7 +65,6 @@ info = records.machine_info()
 # %%
 print("gloo available:", info["gloo"])
 where = place(2)  # the ranks this lesson teaches with
-solo = place(1)   # the recorded one-GPU runs below are made again live where a GPU is visible
 print(where.describe())
 
 # %% [markdown]
@@ -192,12 +190,10 @@ plots.bandwidth([(f"live: {where.describe()}", rows, fit)])
 # cost well under 4 times its time; if large ones cost their bytes, the largest message costs over twice
 # one of a quarter its size (16 MiB against 4 MiB on CPUs, 256 against 64 MiB on GPUs; pure bandwidth gives 4,
 # pure latency 1).
-# Each verdict prints the ratio that decides it; nbval compares the verdict line, not the ratio.
 
 # %%
 best = {r["bytes"]: r["best"] for r in rows}
-small_claim = verdicts.latency_bound(best).show()
-large_claim = verdicts.bandwidth_bound(best).show()
+verdicts.latency_then_bandwidth(best).show();
 
 # %% [markdown]
 # Move the slider to see what the fitted model predicts for a message size (it uses the numbers
@@ -281,77 +277,69 @@ mlp = dict(steps=12, width=256, depth=2, batch=16, bucket_cap_mb=25.0)
 slow = launch(workers.train_mlp, kwargs=dict(mlp, comm_delay_s=0.05), world_size=where.world_size)
 base = launch(workers.train_mlp, kwargs=dict(mlp, ddp_logging=True), world_size=where.world_size)
 calls = round(median_step(slow[0])["allreduce_calls"])
-verdicts.delay_seen(timed_steps(base[0], skip=2), timed_steps(slow[0], skip=2), 0.05, calls).show();
+verdicts.delay_found(timed_steps(base[0], skip=2), timed_steps(slow[0], skip=2), 0.05, calls).show();
 
 # %% [markdown]
+# ## The timer against DDP's own clock
 # The undelayed run's exposed all-reduce is a few milliseconds: two clocks that agree there agree on
 # something neither of them was told.
 
 # %%
 ours = [s["exposed"] for s in timed_steps(base[0], skip=2)]
 theirs = [d["exposed"] for d in base[0]["ddp_logging"][2:]]
-verdicts.agrees_with_ddp(ours, theirs).show();
+verdicts.agrees_with_ddp_worded(ours, theirs).show();
 
 # %% [markdown]
-# What the timer costs: `benchmarks/timing_overhead.py` runs the same DDP loop uninstrumented (`off`), with
-# the phase marks only (`phases`), with DDP's stock Python all-reduce hook and no timing (`py_hook`: what any
-# Python communication hook costs) and fully timed (`full`). Recorded on one H200, a step of 25 ms and one of
-# 2.6 ms (where the GPU waits for the host and a fixed host cost per step shows in full); on a machine with
-# a GPU, `replay.stored_or_live` makes the same two runs again, live, on one GPU (`solo`):
+# ## What the timer costs on a 3 ms GPU step
+# A timer that slows the run it measures measures another run. On a GPU the default `StepTimer` (mode
+# "light") leaves DDP's C++ all-reduce alone: it records a CUDA event at each mark (3 a step with
+# `finish_step`, 2 more for the forward phase), reads DDP's own timings on every 10th step and NCCL's
+# flight recorder once at the end. `benchmarks/timer_validation.py --cost-rounds 21` ran case 2's step
+# under DDP on one H200 in 21 interleaved rounds: DDP alone (`builtin`), the default timer (`light`), its
+# marks alone (`light_marks`), marks and the recorder (`light_fr`), DDP's timings read every step
+# (`light_ddp`), and `torch.profiler` recording CPU and CUDA activity (`profiler`). Per round, each against `builtin`:
 
 # %%
-over = {}
-for name in ("overhead-h200x1-large", "overhead-h200x1-small"):
-    over[name] = rec = replay.stored_or_live(name, rerun, solo)
-    med = rec["results"]["median"]
-    print(f"{name}: " + ", ".join(f"{m} {med[m] / med['off'] - 1:+.1%}" for m in ("phases", "py_hook", "full"))
-          + f" (off: {med['off'] * 1e3:.1f} ms/step; medians of {len(rec['results']['per_round']['off'])} rounds)")
-print("recorded on:", records.describe_machine(rec))
+cost = records.load("timer-cost-h200x1")
+print("recorded on:", records.describe_machine(cost), "| commit", cost["commit"])
+rounds_ = [{m: v.get("s_per_step") for m, v in r.items()} for r in cost["results"]["runs"]["cost"]["ranks"][0]["rounds"]]
+for mode in ("light", "light_marks", "light_fr", "light_ddp", "profiler"):
+    over = sorted(r[mode] / r["builtin"] - 1 for r in rounds_)
+    print(f"{mode:12s} median {over[len(over) // 2]:+.1%}, rounds {over[0]:+.1%} .. {over[-1]:+.1%}")
 
 # %% [markdown]
-# Each round ran every mode back to back, so each round gives a paired ratio; the verdicts below ask
-# whether full timing costs under 2% of the step in every round, on the long step and on the short one:
+# Where the microseconds go, from the record's per-call costs: a CUDA event mark from the timer's ring, a
+# new CUDA event (what a naive timer does), one read of DDP's logging data, DDP's own bookkeeping on a sampled
+# step (`set_runtime_stats_and_log`):
 
 # %%
-for rec in over.values():
-    verdicts.overhead_paired(rec["results"]["per_round"], "full", budget=0.02).show()
+micro = cost["results"]["runs"]["cost"]["micro"]
+step_us = sorted(r["builtin"] for r in rounds_)[len(rounds_) // 2] * 1e6
+floor = 5 * micro["ring_mark_us"] + micro["ddp_logging_read_us"] + micro["set_runtime_stats_us"] / 10
+print(", ".join(f"{k} {micro[k]:.1f} us" for k in ("ring_mark_us", "new_event_mark_us", "ddp_logging_read_us",
+                                                   "set_runtime_stats_us")))
+print(f"5 marks + one read + a tenth of DDP's bookkeeping = {floor:.0f} us a step, {floor / step_us:.1%} of "
+      f"the {step_us / 1e3:.2f} ms step")
 
 # %% [markdown]
-# The verdicts above say, for a long step and for a short one (2.6 ms, the size of case 2's step), whether
-# timing fits in 2% of the step; the host's marks and the Python hook are host work, so they weigh more
-# where the step is short. The per-mode figures say how much of it a plain Python
-# communication hook (`py_hook`) costs with no timing at all.
-#
-# For such short steps `StepTimer` has a second mode, "light", its default for a DDP model on a GPU: DDP
-# keeps its own C++ all-reduce, and the timer takes each collective's GPU time from NCCL's flight
-# recorder, dumped once at the end (mode "light" with `ddp_logging=True` also reads DDP's own per-step
-# timings, which give the exposed part but cost a wait on CUDA events every step). `benchmarks/timer_validation.py`
-# measures each mode against DDP's own all-reduce, paired in interleaved rounds of case 2's step, and
-# compares the flight recorder's durations with the kernel times `torch.profiler` records:
+# The per-call costs add up to under 2% of the step, yet the paired medians sit between +3% and +7% for
+# modes that differ by one read, and single rounds reach +40%: on this machine the rounds resolve about
+# +-5%, not 1%. What the record does decide is the comparison a practitioner faces, the timer against the
+# profiler:
 
 # %%
-from ddp_lessons.course.timer_validation.check import TIMER_MODES, validation_summary
-
-val = records.load("timer-validation-h200x1")
-print("recorded on:", records.describe_machine(val))
-rows = validation_summary(val)
-for row in rows:
-    if row["check"] == "overhead" and row["mode"] in TIMER_MODES:
-        verdicts.timer_budget(row).show()
-
-# %%
-for row in rows:
-    if row["check"] in ("agreement", "fr_kernels"):
-        print({k: v for k, v in row.items() if k in ("check", "run", "mode", "entries", "kernels",
-                                                     "ratio_median", "within_10pct", "note")})
+verdicts.cheaper_than_profiler(rounds_).show();
 
 # %% [markdown]
-# The verdicts above say which mode fits the 5% budget on a step of about 2 ms on one H200. The agreement
-# rows say what could be checked against the profiler on one GPU: at world size 1 DDP's all-reduce
-# moves nothing and NCCL runs no kernel for it, so there is no kernel time to compare a bucket with
-# (that needs two GPUs); the flight recorder's durations are compared instead on averaging all-reduces
-# of 4 to 256 MB, for which NCCL does run a kernel.
-#
+# The flight recorder's durations against the profiler's kernel times (averaging all-reduces of 4, 32 and
+# 256 MB, for which NCCL runs a kernel even at world size 1): they agree within 10% only at 256 MB, so the
+# timer takes a step's all-reduce time from them only at that size (`light.TRUSTED_BYTES`) and otherwise
+# keeps them as `bucket_durations`, flagged, beside DDP's own timings:
+
+# %%
+fr = next(r for r in validation_summary(cost) if r["check"] == "fr_kernels")
+print({k: fr[k] for k in ("ratio_median", "within_10pct")})
+
 # ## Summary
 # - `launch` runs real DDP workers from a notebook, refuses what cannot work before starting, names the
 #   rank that failed first, and leaves nothing behind.

@@ -213,10 +213,10 @@ print("recorded at commit", rec["commit"] if rec else None)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-gpu_runs = readout.setups(rec["results"]["rounds"]) if rec else {}
-gpu_times = {k: readout.times(v) for k, v in gpu_runs.items()}
-for k, v in gpu_runs.items():
-    print(f"{k}: {v[0][0]['threads']} torch threads, {v[0][0]['workers']} loader workers; run time per round "
+gpu_raw = rec["results"]["rounds"]["runs"] if rec else {}   # setup -> this rank's result per round
+gpu_times = {k: readout.times(v) for k, v in readout.setups(rec["results"]["rounds"]).items()} if rec else {}
+for k, v in gpu_raw.items():
+    print(f"{k}: {v[0]['threads']} torch threads, {v[0]['workers']} loader workers; run time per round "
           + ", ".join(f"{t:.2f}" for t in gpu_times[k]) + " s")
 
 # %%
@@ -239,7 +239,7 @@ if rec:
 # NBVAL_IGNORE_OUTPUT
 if rec:
     for k in ("broken", "fixed"):
-        run = [readout.timer_with_passes(gpu_runs[k][1][0])]
+        run = [readout.timer_with_passes(gpu_raw[k][1])]
         steps = run[0]["steps"]
         print(f"{k}: first step's data stall {steps[0]['data_stall'] * 1e3:.0f} ms, then median "
               f"{sorted(s['data_stall'] for s in steps[1:])[len(steps) // 2] * 1e3:.2f} ms a step")
@@ -363,7 +363,7 @@ verdicts.same_gradients(acc["max_abs_diff"], acc["max_abs_grad"]).show();
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-for line in procedure.walk(runs, times, found, "broken x1", "broken x2"):
+for line in procedure.walk(raw, times, found, "broken x1", "broken x2"):
     print(line)
 
 # %% [markdown]

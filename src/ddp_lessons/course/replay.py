@@ -15,7 +15,7 @@ def stored_or_live(name: str, rerun, where, runs_dir=None) -> dict:
     NCCL, the same run made live on this machine's GPUs: `rerun(record, where)`
     returns the new record, marked `live` and `rerun_of` name (never saved).
     The notebooks show a recorded GPU figure through this, so a GPU box
-    measures it and a CPU-only one shows the record. Defined in notebook 00_first_launch.
+    measures it and a CPU-only one shows the record. Defined in notebook 01_case1_broken.
     """
     rec = records.load(name, runs_dir)
     if where.backend != "nccl":

@@ -106,3 +106,62 @@ def timer_budget(row: dict, budget: float = BUDGET) -> V.Verdict:
     return V.interval(claim, lo, hi, side="<", limit=budget * 100, unit="%",
                       what=f"overhead per round ({row['rounds']} rounds)",
                       numbers={"median": f"{row['overhead_pct']:+.1f}%"})
+
+
+def latency_then_bandwidth(best: dict) -> V.Verdict:
+    """Small messages cost about the latency and large ones their bytes (`latency_bound` and
+    `bandwidth_bound`, each size's best iteration), worded for the notebook. Defined in notebook 00_first_launch."""
+    small, large = latency_bound(best), bandwidth_bound(best)
+    both = V.all_of("small all-reduces are latency-bound and large ones bandwidth-bound", small, large)
+    big = max(best)
+    return V.worded(both, holds="On this machine a small all-reduce costs about its fixed latency and a large one "
+                    "its bytes: latency + bytes / bandwidth describes it.",
+                    fails="On this machine the all-reduce does not follow latency + bytes / bandwidth at one end: "
+                    + ("small messages already cost their bytes." if small.fails else "large messages do not "
+                       "grow with their bytes."),
+                    figure=f"64 KiB / 4 KiB {best[65536] / best[4096]:.2f}x; {big >> 20} MiB / {big // 4 >> 20} MiB "
+                    f"{best[big] / best[big // 4]:.2f}x (best iterations)")
+
+
+def delay_found(base_steps: list, slow_steps: list, delay_s: float, calls: int) -> V.Verdict:
+    """`delay_seen`, worded for the notebook. Defined in notebook 00_first_launch."""
+    v = delay_seen(base_steps, slow_steps, delay_s, calls)
+    want = delay_s * calls * 1e3
+    _, moved, _ = _moved([s["step_time"] for s in base_steps], [s["step_time"] for s in slow_steps])
+    return V.worded(v, holds=f"The injected {want:.0f} ms per step shows in the timer's all-reduce and in the step's "
+                    "wall time alike: the timer puts time where it was spent.",
+                    fails=f"The injected {want:.0f} ms per step does not show as it should in the timer's all-reduce "
+                    "or in the step's wall time: do not trust the timer's split of this run.",
+                    unresolved=f"On this run the steps' spread is too wide to tell whether the injected {want:.0f} ms "
+                    "shows where it was put (a busy machine): run it again.",
+                    figure=f"step moved {moved * 1e3:.1f} ms (median) for {want:.0f} ms injected")
+
+
+def agrees_with_ddp_worded(ours: list, theirs: list) -> V.Verdict:
+    """`agrees_with_ddp`, worded for the notebook. Defined in notebook 00_first_launch."""
+    v = agrees_with_ddp(ours, theirs)
+    return V.worded(v, holds="StepTimer's exposed all-reduce agrees with DDP's own logging on the undelayed run.",
+                    fails="StepTimer's exposed all-reduce disagrees with DDP's own logging on the undelayed run.",
+                    unresolved="StepTimer's and DDP's exposed all-reduce differ by about the allowed margin: "
+                    "this run cannot tell whether they agree.",
+                    figure=f"StepTimer {v.numbers['StepTimer']}, DDP {v.numbers['DDP']}")
+
+
+def cheaper_than_profiler(rows: list[dict], mode: str = "light") -> V.Verdict:
+    """Paired per round (`rows`: one dict per round, mode -> seconds per step, with "builtin" and "profiler"):
+    the timer in `mode` costs less than torch.profiler recording CPU and CUDA activity. Defined in notebook
+    00_first_launch."""
+    base = [r.get("builtin") for r in rows]
+    timer = [r.get(mode) for r in rows]
+    prof = [r.get("profiler") for r in rows]
+    v = V.paired(f"StepTimer ({mode}) costs less than torch.profiler", prof, timer, faster="b",
+                 names=("profiler", "StepTimer"))
+    over = lambda xs: sorted(x / b - 1 for x, b in zip(xs, base, strict=True) if x and b)  # noqa: E731
+    t, p = over(timer), over(prof)
+    return V.worded(v, holds="On the recorded H200 the default timer costs less than torch.profiler in every "
+                    "round: leave it on in a real run, profile a few steps when you need kernels.",
+                    fails="On the recorded H200 the default timer cost more than torch.profiler in every round.",
+                    unresolved="On the recorded H200 the rounds do not agree on whether the default timer costs "
+                    "less than torch.profiler.",
+                    figure=f"median cost: timer {t[len(t) // 2]:+.1%}, profiler {p[len(p) // 2]:+.1%} "
+                    f"({len(t)} rounds)")

@@ -15,15 +15,15 @@ def _finding(found, cause) -> str:
     return f"{f.seconds:.2f} s, {f.share:.0%} of the wall" if f else "not among the findings (under 3% of the wall)"
 
 
-def walk(runs: dict, times: dict, found, one: str, two: str) -> list[str]:
-    """The readings of the procedure for setup `two` (2 ranks) against `one` (1 rank): `runs` and `times`
-    as `readout.setups` and `readout.times` give them, `found` the `diagnose` of one run of `two`.
-    Defined in notebook 07_diagnose_your_own_run."""
+def walk(raw: list, times: dict, found, one: str, two: str, round_: int = 1) -> list[str]:
+    """The readings of the procedure for setup `two` (2 ranks) against `one` (1 rank): `raw` what
+    `launch(train.rounds, ...)` returned, `times` as `readout.times` gives them, `found` the `diagnose`
+    of round `round_` of `two`. Defined in notebook 07_diagnose_your_own_run."""
     speed = [a / b for a, b in zip(times[one], times[two], strict=True)]
     eff = statistics.median(speed) / 2
-    ranks = runs[two][0]
+    ranks = [rank["runs"][two][round_] for rank in raw]
     steps = [len(r["timer"]["steps"]) for r in ranks]
-    single = len(runs[one][0][0]["timer"]["steps"])
+    single = len(raw[0]["runs"][one][round_]["timer"]["steps"])
     med = lambda r, k: statistics.median(s.get(k) or 0.0 for s in r["timer"]["steps"][2:])  # noqa: E731
     nbytes, exposed, step = med(ranks[0], "allreduce_bytes"), med(ranks[0], "exposed"), med(ranks[0], "step_time")
     slow = {k: min(v) for k, v in found.scores.items() if k != "step_time"}
