@@ -388,3 +388,18 @@ def test_projection_keeps_the_loaders_start_once_when_later_epochs_do_not_pay_it
         r["steps"][10]["data"] = 0.4         # started again in every epoch: recurring
     again = next(f for f in diagnose(ranks, epochs=200).findings if f.cause == DATA)
     assert again.seconds == pytest.approx((0.4 + 0.4 + 18 * 0.01) * 100)
+
+
+def test_the_planted_workload_has_the_shape_its_causes_need():
+    from ddp_lessons.course.planted import MICRO, planted
+    out = launch(planted, ("all", 2), world_size=2, threads=1)
+    for r in out:
+        steps = r["steps"]
+        assert len(steps) == 2 * MICRO
+        with_opt = [s["step"] for s in steps if "optimizer" in s["phases"]]
+        assert with_opt == [MICRO - 1, 2 * MICRO - 1]       # micro-steps in between, all all-reducing
+        assert all(s["allreduce_calls"] >= 1 for s in steps)
+        assert len(steps[-1]["buckets"]) >= 2                # the embedding's bucket and the rest
+    assert [o["name"] for o in out[0]["outside"]] == ["checkpoint"] * 2 and out[1]["outside"] == []
+    with pytest.raises(Exception, match="variant"):
+        planted("none")
