@@ -26,7 +26,8 @@ def walk(raw: list, times: dict, found, one: str, two: str, round_: int = 1) -> 
     single = len(raw[0]["runs"][one][round_]["timer"]["steps"])
     med = lambda r, k: statistics.median(s.get(k) or 0.0 for s in r["timer"]["steps"][2:])  # noqa: E731
     nbytes, exposed, step = med(ranks[0], "allreduce_bytes"), med(ranks[0], "exposed"), med(ranks[0], "step_time")
-    slow = {k: min(v) for k, v in found.scores.items() if k != "step_time"}
+    # compute phases only: a rank's data wait is too small and too noisy to call an imbalance
+    slow = {k: min(v) for k, v in found.scores.items() if k in ("forward", "backward_compute", "optimizer")}
     worst = min(slow, key=slow.get) if slow else None
     return [
         f"1. scaling efficiency: {eff:.0%} (speed-up {min(speed):.2f} .. {max(speed):.2f}x on 2 ranks, "

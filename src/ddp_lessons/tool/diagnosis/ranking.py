@@ -77,7 +77,7 @@ def _scale(m, factor) -> None:
             m[k] = once.get(k, 0.0) + (m[k] - once.get(k, 0.0)) * factor
     m["outside"] = {k: v * factor for k, v in m["outside"].items()}
     m["induced"] = {k: v * factor for k, v in m.get("induced", {}).items()}
-    start = m["startup"] or 0.0
+    start = (m["startup"] or 0.0) + once["data"]   # paid once per launch, as the start-up
     m["wall"] = start + (m["wall"] - start) * factor
 
 
