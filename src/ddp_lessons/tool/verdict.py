@@ -79,6 +79,8 @@ class Verdict:
     def __str__(self) -> str:
         if self.says:  # a plain sentence, and one short figure (`explain()` has them all)
             figure = self.figure or next((f"{k} {v}" for k, v in self.numbers.items()), "")
+            if "chance level" in self.numbers and self.resolved:  # what all rounds on one side means
+                figure += f"; chance level {self.numbers['chance level']}"
             return f"verdict: {self.sentence}\n  deciding numbers: {figure}"
         nums = ", ".join(f"{k} {v}" for k, v in self.numbers.items())
         return (f"verdict: {self.status.upper()} - {self.claim}\n"
