@@ -148,7 +148,7 @@ except Exception as e:
 
 # %% [markdown]
 # A collective that never completes (rank 1 skips the all-reduce rank 0 waits in) would hang for the
-# backend's default 30 minutes; `launch` stops the run at its `timeout` and names the ranks that did not finish
+# backend's default (30 minutes on gloo, 10 on NCCL); `launch` stops the run at its `timeout` and names the ranks that did not finish
 # (6 s here; 20 s for NCCL ranks, whose start-up alone can take seconds):
 
 # %%

@@ -62,7 +62,7 @@ def launch(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = 
     `timeout`: seconds for the run once every rank has started; past it the
     run is stopped and `WorkerTimeout` names the ranks that did not finish
     (None: no deadline; a collective then still gives up after torch's
-    default of 30 minutes). `startup_timeout`: seconds for every rank to
+    default: 30 minutes on gloo, 10 on NCCL). `startup_timeout`: seconds for every rank to
     start, counted apart (a loaded machine starts processes slowly); past
     it `WorkerTimeout` names the ranks that never started.
     `start_method`: None picks "forkserver" where the platform has it, else
