@@ -9,7 +9,8 @@ import torch
 
 from ddp_lessons.tool import verdict as V
 from ddp_lessons.tool.allreduce import estimate
-from ddp_lessons.cases.case1 import buckets, verdicts, gap
+from ddp_lessons.cases.case1 import ablation, buckets, readout, verdicts, gap
+from ddp_lessons.cases.case1.loop import graph_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
 H, F, U = V.HOLDS, V.FAILS, V.UNRESOLVED
@@ -52,17 +53,34 @@ def test_epoch_boundary_reads_the_first_step_of_epoch_1():
     steps = [{"step_time": 1, "data": 0.01, "allreduce": a} for a in (9, 9, 0.1, 0.2, 5.0, 0.3, 0.4)]
     res = [{"rank": 0, "steps_per_epoch": 4, "timer": {"steps": steps},
             "epochs": [{"eval_time": 2.0}, {"eval_time": 1.0}]}]
-    (row,) = verdicts.epoch_boundary(res)
+    (row,) = readout.epoch_boundary(res)
     assert row["first_allreduce"] == 5.0 and row["eval_time"] == 2.0
     assert row["usual_allreduce"] == [0.1, 0.2, 0.3, 0.4]
 
 
-def test_same_counts_and_raises():
-    assert verdicts.same_counts("c", [1, 2], [1, 2], "n").holds
-    assert verdicts.same_counts("c", [1, 2], [1, 3], "n").fails
-    assert verdicts.raises("c", "RuntimeError: Expected to have finished reduction", "finished reduction").holds
-    assert verdicts.raises("c", None, "finished reduction").fails
-    assert verdicts.raises("c", "ValueError: other", "finished reduction").fails
+def test_exact_counts_every_outcome_and_their_sentences():
+    assert verdicts.same_split([174, 174], [174, 174]).holds
+    assert verdicts.same_split([174, 174], [348, 348]).fails
+    assert verdicts.only_rank0_logs([2, 0]).holds
+    assert verdicts.only_rank0_logs([2, 2]).fails
+    v = verdicts.unused_heads_crash("RuntimeError: Expected to have finished reduction in the prior iteration")
+    assert v.holds and "crashes this model" in str(v).splitlines()[0]
+    assert verdicts.unused_heads_crash(None).fails
+    assert verdicts.unused_heads_crash("ValueError: other").fails
+    assert verdicts.every_rank_counts_all([52, 52], 52).holds
+    f = verdicts.every_rank_counts_all([26, 26], 52)
+    assert f.fails and "with the evaluation distributed, some rank" in str(f).lower()
+
+
+def test_worded_sentences_are_true_for_their_outcome():
+    # each outcome prints its own sentence, never the holding one when the claim fails
+    one = [10, 10.5, 11, 11.5, 12]
+    held = verdicts.two_workers_not_twice_as_fast(_rounds(one, [20, 21, 22, 23, 24]))
+    failed = verdicts.two_workers_not_twice_as_fast(_rounds(one, [5, 6, 7, 8, 9]))
+    assert "does not halve" in str(held) and "does not halve" not in str(failed) and "halves the epoch" in str(failed)
+    assert str(held).splitlines()[1].startswith("  deciding numbers: 2 / 1 worker step")
+    for v in (held, failed):
+        assert str(v).startswith("verdict: On this CPU machine")
 
 
 def test_epoch_longer_halved_every_outcome():
@@ -85,9 +103,10 @@ def test_bytes_change_only_with_every_outcome():
 
 
 def test_core_overbooked_both_ways():
-    assert verdicts.core_overbooked(8, 1, 2, 2, "c").holds
-    assert verdicts.core_overbooked(15, 1, 16, 1, "c").fails      # the budget: exactly the share
-    assert verdicts.core_overbooked(16, 16, 16, 1, "c").holds
+    assert verdicts.core_overbooked(8, 1, 2, 2, "num_workers=8", "m").holds
+    assert verdicts.core_overbooked(15, 1, 16, 1, "c", "m").fails      # the budget: exactly the share
+    assert verdicts.core_overbooked(16, 16, 16, 1, "c", "m").holds
+    assert "fits" in str(verdicts.core_overbooked(15, 1, 16, 1, "c", "the H200 machine")).splitlines()[0]
 
 
 def test_distributed_count_equal_every_outcome():
@@ -130,6 +149,10 @@ def test_late_tensor_exposed_both_ways():
     early = [("emb", 13_000_000), ("a", 1_000_000), ("b", 1_000_000)]
     assert verdicts.late_tensor_exposed(late).holds
     assert verdicts.late_tensor_exposed(early).fails
+    assert "In the tiny CPU stand-in" in str(verdicts.late_tensor_exposed(late, model="the tiny CPU stand-in"))
+    # the M3AE-size shape: the embedding last but ~10% of the bytes -> the claim fails there
+    m3ae = [(f"layer{i}", 28_000_000) for i in range(48)] + [("emb", 154_000_000)]
+    assert verdicts.late_tensor_exposed(m3ae).fails
     assert buckets.last_bucket_share(early, 1) == pytest.approx(2 / 15)
 
 
@@ -166,6 +189,9 @@ def test_gap_row_is_the_cost_model():
 def test_gap_verdicts_every_outcome():
     narrow = gap.table(3058, 1_500_000_000, 0.6, batches=(8,), links={"x4": 3e9})
     wide = gap.table(3058, 1_500_000_000, 0.6, batches=(32,), links={"x16": 24e9})
+    assert verdicts.comm_explains_gap(narrow + wide).holds
+    assert verdicts.comm_explains_gap(wide).fails and "In no row" in str(verdicts.comm_explains_gap(wide))
+    assert verdicts.comm_explains_gap(narrow).fails and "In every row" in str(verdicts.comm_explains_gap(narrow))
     assert verdicts.comm_can_explain(narrow).holds and verdicts.comm_can_explain(wide).fails
     assert verdicts.comm_explains_everywhere(narrow).holds and verdicts.comm_explains_everywhere(narrow + wide).fails
     assert gap.explains(wide[0]) == "does not explain it"
@@ -185,6 +211,27 @@ def _record(a_times, b_times):
             "machine": {"gpus": ["G"], "cpu_count": 4, "torch": "t", "nccl": "n"},
             "config": {"world_size": 1, "args": {"model": "m", "batch": 1, "steps": 10, "skip": 2}},
             "created": "2026-01-01T00:00"}
+
+
+def _named(rec, a, b):
+    for r in rec["results"]["runs"]:
+        r["name"] = a if r["name"] == "A" else b
+    return rec
+
+
+def test_worded_gpu_pairs_every_outcome():
+    faster, slower = [0.8, 0.9, 0.85, 0.82, 0.88], [1.2, 1.1, 1.3, 1.15, 1.25]
+    assert verdicts.autocast_faster(_named(_record([1] * 5, faster), "fixed", "fixed-bf16")).holds
+    assert verdicts.autocast_faster(_named(_record([1] * 5, slower), "fixed", "fixed-bf16")).fails
+    assert verdicts.all_fixes_faster(_named(_record([1] * 5, faster), "broken", "fixed")).holds
+    assert verdicts.all_fixes_faster(_named(_record([1] * 5, slower), "broken", "fixed")).fails
+    item = verdicts.item_sync_costs(_named(_record([1] * 5, slower), "fixed-bf16", "fixed-bf16-item"))
+    assert item.holds and str(item).startswith("verdict: On the recorded H200")
+    assert verdicts.item_sync_costs(_named(_record([1] * 5, faster), "fixed-bf16", "fixed-bf16-item")).fails
+    mixed = verdicts.item_sync_costs(_named(_record([1] * 5, [0.8, 1.2, 0.9, 1.1, 0.95]), "fixed-bf16",
+                                            "fixed-bf16-item"))
+    assert mixed.status == U and "some rounds" in str(mixed)
+    assert verdicts.ratios(_named(_record([1] * 5, faster), "a", "b"), "a", "b") == pytest.approx(faster)
 
 
 def test_pair_every_outcome():
@@ -239,11 +286,69 @@ def test_diagnosis_sees_evaluation_on_the_evaluating_rank_only():
     assert C2.diagnosis_sees_evaluation(_evals(None, None)).fails
 
 
+class _Found:
+    def __init__(self, evals, causes):
+        self.ranks, self.causes = _evals(*evals), causes
+
+
+def test_diagnosis_agrees_every_way():
+    both = ["exposed_allreduce", "startup", "outside_steps"]
+    assert verdicts.diagnosis_agrees(_Found((0.9, 0.001), both)).holds
+    assert verdicts.diagnosis_agrees(_Found((0.9, 0.8), both)).fails          # evaluation on every rank
+    assert verdicts.diagnosis_agrees(_Found((0.9, 0.001), ["last_bucket_exposed", "outside_steps"])).holds
+    miss = verdicts.diagnosis_agrees(_Found((0.9, 0.001), ["startup", "outside_steps"]))
+    assert miss.fails and "does not name the exposed all-reduce" in str(miss)
+
+
 def test_diagnosis_shares_evaluation_both_ways():
     from ddp_lessons.cases.case1 import verdicts as C2
     assert C2.diagnosis_shares_evaluation(_evals(0.4, 0.5)).holds
     assert C2.diagnosis_shares_evaluation(_evals(0.9, 0.01)).fails
     assert C2.diagnosis_shares_evaluation(_evals(0.9, None)).fails
+
+
+def test_jitter_not_loader_each_way():
+    def rec(rel_spread, wait):
+        runs = []
+        for name in ("nw8", "nw2"):
+            for i in range(5):
+                st = [0.1] * 3 + [0.1 * (1 + rel_spread * (k % 4) / 3) for k in range(20)]
+                runs.append({"name": name, "round": i, "ok": True, "skip": 3, "step_times": st,
+                             "parts": {"data": wait * 0.1}})
+        return {"results": {"runs": runs, "rounds_done": 5}}
+    assert verdicts.jitter_not_loader(rec(0.4, 0.001), ["nw8", "nw2"], "nw2").holds
+    assert verdicts.jitter_not_loader(rec(0.01, 0.001), ["nw8", "nw2"], "nw2").fails   # steady: workers did it
+    assert verdicts.jitter_not_loader(rec(0.4, 0.5), ["nw8", "nw2"], "nw2").fails      # loader behind
+
+
+def test_recorded_buckets_are_handed_over_across_the_backward():
+    rec = json.loads((ROOT / "data" / "runs" / "case1-h200-broken.json").read_text())
+    ready = buckets.recorded_ready(rec)
+    assert len(ready) == 44 and sum(b["bytes"] for b in ready) == rec["results"]["per_rank"][0]["grad_bytes"]
+    assert ready[0]["ready"] < 0.05 and all(0 <= b["ready"] <= 1 for b in ready)
+
+
+def test_graph_nodes_counts_the_history_a_sum_keeps():
+    w = torch.ones(2, requires_grad=True)
+    total = 0
+    for _ in range(3):
+        total = total + (w * 2).sum()
+    assert graph_nodes(total) > graph_nodes((w * 2).sum()) > 0
+    assert graph_nodes(total.detach()) == 0 and graph_nodes(1.5) == 0
+
+
+def test_unused_from_error_reads_ddps_names():
+    text = "...\nParameters which did not receive grad for rank 0: mim_head.pred.bias, itm_head.w\nParameter indices"
+    assert readout.unused_from_error(text) == ["mim_head.pred.bias", "itm_head.w"]
+    assert readout.unused_from_error("no names at OFF") == []
+
+
+def test_ablation_splits_fix_4a_in_two():
+    v = ablation.variants(4)
+    heads = v[f"alone: {ablation.HEADS_ONLY}"]
+    assert heads.drop_heads and heads.find_unused_parameters
+    both = v["alone: 4a find_unused=False (+ heads dropped)"]
+    assert both.drop_heads and not both.find_unused_parameters
 
 
 def test_stays_unsteady_each_way():

@@ -89,7 +89,8 @@ def test_a_worded_verdict_prints_the_authors_sentence_for_its_outcome_and_one_fi
     slow = V.worded(V.repeats("2 ranks are slower", [1.2, 1.3, 1.25, 1.22, 1.4], side=">", limit=1.0), **words)
     fast = V.worded(V.repeats("2 ranks are slower", [0.8, 0.7, 0.9, 0.85, 0.75], side=">", limit=1.0), **words)
     both = V.worded(V.repeats("2 ranks are slower", [0.8, 1.3, 0.9, 0.85, 1.1], side=">", limit=1.0), **words)
-    assert str(slow).splitlines() == ["verdict: Two ranks are slower here.", "  deciding numbers: ratio 1.2; chance level 6%"]
+    assert str(slow).splitlines() == ["verdict: Two ranks are slower here.",
+                                      "  deciding numbers: ratio 1.2; chance level 6%"]
     assert fast.sentence == "Two ranks are faster here."
     assert both.sentence.startswith("This run cannot tell whether 2 ranks are slower")
     assert "rule:" in slow.explain() and "min .. max of 5" in slow.explain()

@@ -15,13 +15,17 @@
 # this machine has a GPU.
 
 # %%
+import os
 import matplotlib.pyplot as plt
 import ipywidgets as widgets
+from torch.utils.data.distributed import DistributedSampler
 from ddp_lessons import launch, place, WorkerFailed
 from ddp_lessons.tool import records, runtime, spread
 from ddp_lessons.cases import case1
 from ddp_lessons.cases.case1 import by_run, per_rank, verdicts
 from ddp_lessons.cases.case1.exercises import check
+from ddp_lessons.cases.case1.readout import unused_from_error
+from ddp_lessons.cases.case1.train import history_kept
 
 data = case1.tiny_dataset()
 
@@ -36,7 +40,7 @@ print(where.describe())
 # batch-size choices, and one more fix for the heads (`static_graph`, below). `case1.train_many` runs them
 # one after the other in the same two workers. Where a variant only tests step counts, it runs without
 # loader processes or evaluation (`num_workers=0`, `evaluation="none"`): neither changes the counts.
-# The two batch-size choices also run in 4 short interleaved rounds (6 steps each, order A B, B A, ...):
+# The two batch-size choices also run in 5 short interleaved rounds (6 steps each, order A B, B A, ...):
 # their times are compared below.
 
 # %%
@@ -50,7 +54,7 @@ variants = {
 }
 pair = {"kept": variants["answer, batch kept, LR x2"].replace(steps_limit=6),
         "halved": variants["answer, batch halved"].replace(steps_limit=6)}
-order = [f"{i} {n}" for i, row in enumerate(spread.interleave(list(pair), 4)) for n in row]
+order = [f"{i} {n}" for i, row in enumerate(spread.interleave(list(pair), 5)) for n in row]
 variants.update({name: pair[name.split()[1]] for name in order})
 runs = dict(zip(variants, by_run(launch(case1.train_many, (list(variants.values()), None, 1),
                                         world_size=where.world_size, threads=1)), strict=True))
@@ -59,18 +63,43 @@ rounds = {name: runs.pop(name) for name in order}
 
 # %% [markdown]
 # ## Claim 1: "init first, then the sampler"
-# Under a launcher both versions give each rank the same number of samples: the change is harmless but
-# fixes nothing here (01 showed the posted split is already disjoint).
+# The answer's change (option `setup="answer"`, `plan.train_sampler`), in the post's own lines:
+#
+# ```diff
+#      if args.local_rank != -1:
+#          torch.cuda.set_device(args.local_rank)
+#          device = torch.device("cuda", args.local_rank)
+#          torch.distributed.init_process_group(backend="nccl")
+# +        world_size = dist.get_world_size()
+# +    else:
+# +        device = torch.device("cuda", args.device)
+# +        world_size = 1
+#      ...
+# -    word_size = dist.get_world_size()
+# -    train_sampler = DistributedSampler(trainset, num_replicas=word_size, rank=args.local_rank)
+# +    train_sampler = DistributedSampler(trainset) if world_size > 1 else None
+# ```
+# Under a launcher `init_process_group` already ran before the posted sampler (01 counted a disjoint
+# split), so the answer's order should give each rank the same samples:
 
 # %%
 for name in ("posted", "answer, same batch"):
     print(f"{name:20s} samples per rank: {[row['samples'] for row in per_rank(runs[name])]}")
-verdicts.same_counts("the answer's order (init, then sampler) gives each rank the same samples as posted",
-                     [row["samples"] for row in per_rank(runs["posted"])],
-                     [row["samples"] for row in per_rank(runs["answer, same batch"])], what="samples per rank").show();
+verdicts.same_split([row["samples"] for row in per_rank(runs["posted"])],
+                    [row["samples"] for row in per_rank(runs["answer, same batch"])]).show();
 
 # %% [markdown]
 # ## Claim 2: halve the batch, or keep it and scale the LR
+# The two choices (option `batch`: "halved" or "scale_lr", read once in `plan.build`):
+#
+# ```diff
+# -    train_loader = DataLoader(trainset, batch_size=config['batch_size'], ...)
+# +    train_loader = DataLoader(trainset, batch_size=config['batch_size'] // world_size, ...)   # halved
+#      # or keep the batch and scale the peak LR with the global batch:
+# -    optimizer, scheduler = set_schedule(model, config, len(trainset.entries))
+# +    config['learning_rate'] *= world_size                                                      # scale_lr
+# +    optimizer, scheduler = set_schedule(model, config, len(trainset.entries))
+# ```
 # Steps per epoch, per-rank and global batch, peak LR, and how long the LR schedule was sized for:
 
 # %%
@@ -100,9 +129,9 @@ verdicts.epoch_longer_halved(epoch["kept"], epoch["halved"]).show();
 
 
 # %% [markdown]
-# The verdict says, for this machine, whether halving the batch gives the longer epoch; the answer's
-# reasoning ("keep the global batch") is about the optimisation, not the speed. Neither choice touches the
-# schedule: it is sized from `len(trainset.entries)` (44 steps at batch 8), so with 22 steps per epoch the
+# The answer's reasoning ("keep the global batch") is about the optimisation, not the speed; which choice
+# gives the shorter epoch depends on how much of a step does not shrink with the batch on the machine at
+# hand. Neither choice touches the schedule: it is sized from `len(trainset.entries)` (44 steps at batch 8), so with 22 steps per epoch the
 # LR never gets through its decay. The LR each run really followed:
 
 # %%
@@ -125,18 +154,32 @@ print("last LR / peak LR per run:", {n: round(r[0]["lrs"][-1] / r[0]["lr_peak"],
 
 # %% [markdown]
 # ## Claim 3: print on rank 0 only
-# What it changes is what is printed: the posted script logs on both ranks.
+# What it changes is what is printed (option `log_ranks`, the plan's `Log`); the posted script logs on both ranks.
+#
+# ```diff
+# -    print(f"Start running basic DDP example on rank {args.local_rank}.")
+# +    if dist.get_rank() == 0:
+# +        print(f"Start running basic DDP example on rank {args.local_rank}.")
+# ```
 
 # %%
 for name in ("posted", "answer, same batch"):
     print(f"{name:20s} log lines per rank: {[len(r['log']) for r in runs[name]]}")
-verdicts.same_counts("with the answer only rank 0 logs", [0] * (where.world_size - 1),
-                     [len(r["log"]) for r in runs["answer, same batch"][1:]], what="log lines on the other ranks").show();
+verdicts.only_rank0_logs([len(r["log"]) for r in runs["answer, same batch"]]).show();
 
 # %% [markdown]
 # ## Claim 4a: `find_unused_parameters=False`
-# The answer as written keeps the MLM, ITM and MIM heads. DDP then expects a gradient for every parameter
-# and fails at the second step. The real error, first line:
+# ```diff
+#      model = nn.parallel.DistributedDataParallel(model, device_ids=[args.local_rank],
+# -                                                output_device=args.local_rank, find_unused_parameters=True)
+# +                                                output_device=args.local_rank, find_unused_parameters=False)
+# ```
+# What `find_unused_parameters=True` costs every step (PyTorch's DDP design notes; the traversal and the
+# bitmap are not measured here, the buckets' order is counted below): after each forward pass DDP walks the autograd graph from the
+# outputs to find the parameters it will not reach; it all-reduces a bitmap of the used parameters, one
+# small extra collective per step; and it never rebuilds its buckets in the order gradients become ready,
+# so they stay in the order of `model.parameters()` reversed. The answer as written keeps the MLM, ITM and
+# MIM heads. DDP then expects a gradient for every parameter and fails at the second step. The real error, first line:
 
 # %%
 error = None
@@ -146,36 +189,72 @@ try:
 except WorkerFailed as err:
     error = err.summary.split(" raised ", 1)[1].split(". ")[0]
     print(error)
-verdicts.raises("find_unused_parameters=False with the heads kept fails", error,
-                "Expected to have finished reduction").show();
+verdicts.unused_heads_crash(error).show();
+
+# %% [markdown]
+# Which parameters? The error's last line says to set `TORCH_DISTRIBUTED_DEBUG`. Its first level, `INFO`,
+# already names every parameter that got no gradient (beside some logging when DDP is built); `DETAIL`
+# adds consistency checks around every collective, which cost time: reach for it when `INFO` is not
+# enough. The same run with `INFO` in the workers' environment, the names it printed grouped by module:
+
+# %%
+os.environ["TORCH_DISTRIBUTED_DEBUG"] = "INFO"
+unused = []
+try:
+    # spawned workers read this process's environment (the default forkserver was started before it)
+    launch(case1.train, (case1.Options.answer(steps_limit=3, num_workers=0, evaluation="none"), None, 1),
+           world_size=where.world_size, threads=1, start_method="spawn")
+except WorkerFailed as err:
+    unused = unused_from_error(str(err.worker_traceback))
+finally:
+    del os.environ["TORCH_DISTRIBUTED_DEBUG"]
+print(f"{len(unused)} parameters without a gradient, by module:",
+      {m: sum(n.startswith(m + ".") for n in unused) for m in sorted({n.split(".")[0] for n in unused})})
 
 # %% [markdown]
 # Two fixes: drop the heads before wrapping (`drop_heads=True`, used above), or tell DDP the graph is
-# the same every step (`static_graph=True`), which finds the unused parameters once, in the first step.
-# Both run (the `static_graph` variant was in the launch above); only dropping the heads shrinks what is all-reduced:
+# the same every step (`static_graph=True`), which finds the unused parameters once, in the first step,
+# and then skips the per-step traversal and bitmap:
+#
+# ```diff
+# +    for head in UNUSED_BY_VQA:                  # drop_heads=True (model.drop_unused_heads): MLM, ITM, MIM
+# +        setattr(model, head, None)
+#      model = nn.parallel.DistributedDataParallel(model, device_ids=[args.local_rank],
+# -                                                output_device=args.local_rank, find_unused_parameters=True)
+# +                                                output_device=args.local_rank)        # or: static_graph=True
+# ```
+# Both run (the `static_graph` variant was in the launch above). Counted below, from each run's DDP
+# logging data: the bytes all-reduced per step, whether DDP rebuilt its buckets in ready order, and the
+# unused bytes it found:
 
 # %%
 for name, res in (("posted (find_unused=True)", runs["posted"]), ("static_graph=True, heads kept", static),
                   ("heads dropped", runs["answer, same batch"])):
-    row = per_rank(res)[0]
-    print(f"{name:30s} steps {row['steps']:2d}, bytes all-reduced per step {row['allreduce_bytes']}")
-verdicts.same_counts("static_graph runs and all-reduces the same bytes as the posted setup",
-                     per_rank(runs["posted"])[0]["allreduce_bytes"], per_rank(static)[0]["allreduce_bytes"],
-                     what="bytes per step").show();
+    row, d = per_rank(res)[0], res[0]["ddp"]
+    print(f"{name:30s} steps {row['steps']:2d}, bytes all-reduced per step {row['allreduce_bytes']}, "
+          f"buckets rebuilt {bool(d['has_rebuilt_buckets'])}, unused bytes found {d['unused_parameter_size']}")
 
 # %% [markdown]
-# ## Claim 4b: `num_workers=8`, `loss.item()`, timing on rank 0
+# Only dropping the heads shrinks what is all-reduced: `static_graph` keeps the heads' zero gradients in
+# the buckets, as the posted setup does. These are facts of the code, the same on any machine.
+
+# %% [markdown]
+# ## Claim 4b: `num_workers=8`
+# ```diff
+# -    train_loader = DataLoader(trainset, ..., num_workers=4, sampler=train_sampler, ...)
+# +    train_loader = DataLoader(trainset, ..., num_workers=8, sampler=train_sampler, ...)
+# ```
 # Loader processes per rank: 4 posted, 8 in the answer. Whether 8 fit is a count: a rank's loader workers
-# plus its intra-op threads against its share of the cores (`parts.core_budget` divides them):
+# plus its intra-op threads against its share of the cores (`plan.core_budget` divides them):
 
 # %%
 cores = runtime.cpu_count()
 verdicts.core_overbooked(8, runs["answer, same batch"][0]["threads"], cores, where.world_size,
-                         f"num_workers=8 double-books this machine's cores ({where.world_size} ranks)").show();
+                         "num_workers=8", f"this machine ({where.world_size} ranks)").show();
 
 # %% [markdown]
-# Where that verdict holds, the 8 loader processes take turns on cores the training needs; whether that
-# shows in the step time is a measurement, one run each here (below; they decide nothing):
+# Loader processes beyond a rank's share take turns on cores the training needs; whether that shows in
+# the step time is a measurement, one run each here (below; they decide nothing):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -185,22 +264,37 @@ for name in ("posted", "answer, same batch"):
           f"{[round(r['data'] * 1e3, 1) for r in rows]} ms, step {[round(r['step_time'] * 1e3) for r in rows]} ms")
 
 # %% [markdown]
-# `total_loss += loss.item()` copies the loss to the host every step. On a CPU the loss already lives in
-# host memory and every op has finished when it returns, so `.item()` waits for nothing. On a GPU it makes
-# the host wait for the GPU every step. The GPU comparison comes from a record of interleaved repeated
-# rounds on one GPU (every variant once per round; the machine, versions and what ran on the line below):
+# ## Claim 4c: `total_loss += loss.item()`
+# ```diff
+# -            total_loss += loss            # keeps every step's autograd history (the post)
+# +            total_loss += loss.item()     # the answer: a host copy, a CPU-GPU sync every step
+# +            total_loss += loss.detach()   # the fix: stays on the device, no history, read once per epoch
+# ```
+# The post's `total_loss += loss` adds a tensor that carries its autograd history, so the running sum keeps
+# every step's graph reachable until the epoch ends (the PyTorch FAQ's "don't accumulate history across
+# your training loop"). Counted in this process, no DDP: the autograd nodes the running sum keeps after
+# each of 3 steps of the tiny model, for each way of summing (`loop.graph_nodes`):
+
+# %%
+for accum in ("tensor", "item", "detach"):
+    print(f"loss_accum={accum!r:9s} autograd nodes kept after steps 1, 2, 3: {history_kept(accum)}")
+
+# %% [markdown]
+# The post's sum grows by one step's graph per step; both fixes keep none. `.item()` pays for that with a
+# copy to the host every step: on a CPU the loss already lives in host memory and every op has finished
+# when it returns, so it waits for nothing; on a GPU the host waits for the GPU every step. `.detach()`
+# keeps the sum on the device and reads it once per epoch. The GPU comparison comes from a record of
+# interleaved repeated rounds on one GPU (every variant once per round; machine and versions on the line below):
 
 # %%
 pairs = records.load("case1-h200-pairs")
 print(verdicts.machine_line(pairs))
-verdicts.pair(pairs, "fixed-bf16", "fixed-bf16-item", "loss.item() every step makes the bf16 step slower",
-              faster="a").show();
+verdicts.item_sync_costs(pairs).show();
 
 # %% [markdown]
-# The record's rounds and their ratios are in the deciding numbers (the verdict rule needs at least 3
-# rounds). Where the verdict is not resolvable the ratios lie on both sides of 1, and the record itself
-# shows why a single pair of runs could not decide it: its bf16 runs are not steady (steps' IQR above 5%
-# of the median, listed below), so a per-step sync would have to cost more than that spread to show:
+# A single pair of runs could not decide this: the record's bf16 runs are not steady (steps' IQR above 5%
+# of the median, listed below), so a per-step sync would have to cost more than that spread to show in
+# every round:
 
 # %%
 for name, rnd, rel in verdicts.unsteady(pairs, ("fixed-bf16", "fixed-bf16-item")):
@@ -208,8 +302,9 @@ for name, rnd, rel in verdicts.unsteady(pairs, ("fixed-bf16", "fixed-bf16-item")
 
 # %% [markdown]
 # Whether a sync per step costs depends on whether the host has work to overlap with the GPU (short steps,
-# data prepared in the training process); at this step size the rounds cannot tell. Timing on rank 0 only changes which rank
-# prints a time; 03 times the epoch properly (device synchronised, between barriers).
+# data prepared in the training process): at a step of this size it is a small share. The answer's last
+# change, timing on rank 0 only, changes which rank prints a time; 03 times the epoch properly (device
+# synchronised, between barriers).
 #
 # ## Distributed evaluation equals single-process evaluation
 # Not in the answer, but needed by 03: each rank scores its own shard (no padding repeats) and the counts
@@ -218,7 +313,15 @@ for name, rnd, rel in verdicts.unsteady(pairs, ("fixed-bf16", "fixed-bf16-item")
 # gives the training split's most frequent answer (`evaluate.always_answer_most_frequent`, deterministic),
 # on the first 51 test questions (an odd number, so that a sampler that pads has to pad). One launched
 # process over all 51, then the two ranks with the shard sampler, then with `DistributedSampler`
-# (which pads each rank to the same length by repeating questions):
+# (which pads each rank to the same length by repeating questions). The change, for the test loader:
+#
+# ```diff
+# -    test_loader = DataLoader(testset, batch_size=config['batch_size'], num_workers=4, shuffle=False, ...)
+# +    test_loader = DataLoader(testset, batch_size=config['batch_size'], num_workers=4,
+# +                             sampler=ShardSampler(len(testset), rank, world_size), ...)
+#      ...
+# +    dist.all_reduce(counts)   # [open n, open right, closed n, closed right], summed over the ranks
+# ```
 
 # %%
 o = case1.Options.fixed(num_workers=0)
@@ -229,13 +332,24 @@ padded = launch(case1.evaluate_worker, (o, None, True), dict(fx, sampler="padded
 print("single:", single["counts"], "| shards:", shards[0]["counts"], "| padded:", padded[0]["counts"])
 
 # %%
-verdicts.distributed_count_equal(single["counts"], shards[0]["counts"], "sharded evaluation counts what one process counts").show()
-verdicts.distributed_count_equal(single["counts"], padded[0]["counts"], "evaluation with DistributedSampler counts what one process counts").show();
+verdicts.distributed_count_equal(single["counts"], shards[0]["counts"], "sharded evaluation counts what one process counts").show();
+
+# %% [markdown]
+# `DistributedSampler` instead pads 51 questions to 2 x 26 by repeating one, so the padded counts above
+# hold one question twice. For training it pads the same way; `DistributedSampler(drop_last=True)` drops
+# the tail instead, so no sample is seen twice in an epoch. Per rank, on 51 items:
+
+# %%
+for drop in (False, True):
+    print(f"drop_last={drop!s:5s} samples per rank: {[len(DistributedSampler(range(51), 2, r, drop_last=drop)) for r in range(2)]}")
+print("padded evaluation counts the same as one process:", padded[0]["counts"] == single["counts"])
 
 # %% [markdown]
 # ## All of the answer: each fix alone, then one after the other
 # Every row is the posted setup plus the fixes it names (`ablation.variants`), 4 steps each, in one
-# launch. The exact columns first: what each fix changed in the work itself.
+# launch. Fix 4a changes two options at once, `find_unused_parameters=False` and `drop_heads=True`
+# (alone, the first crashes: Claim 4a), so its half, the heads dropped with `find_unused_parameters=True`,
+# is a row of its own. The exact columns first: what each fix changed in the work itself.
 
 # %%
 from ddp_lessons.cases.case1 import ablation
@@ -261,9 +375,11 @@ ablation.plot(abl_rows)
 
 # %% [markdown]
 # One run each: these times decide nothing (rerun the cell and compare). What the fixes change for certain
-# is in the verdicts above: the LR (2), what is logged (3), and, for 4a alone, the bytes all-reduced.
-# On a GPU, the record of interleaved rounds compares the posted setup with every fix together (fp32, one
-# GPU). "Every fix" is more than the answer: the heads dropped, the core budget for the loader, pinned
+# is counted: the LR (2), what is logged (3), and, for the heads dropped (4a), the bytes all-reduced.
+#
+# ## Every fix together, on the recorded GPU
+# The record of interleaved rounds compares the posted setup with every fix together (fp32, one GPU).
+# "Every fix" is more than the answer: the heads dropped, the core budget for the loader, pinned
 # memory and persistent workers, the loss kept on the device (03 lists them). The bytes each hands to the
 # all-reduce are counted at world size 1, where the collective moves nothing between GPUs:
 
@@ -274,17 +390,18 @@ print(f"bytes handed to the all-reduce per step (world size 1: nothing crosses b
       f"broken {gb['broken']:.2f} GB, fixed {gb['fixed']:.2f} GB")
 for name, rnd, rel in verdicts.unsteady(pairs, ("broken", "fixed")):
     print(f"not steady: {name:18s} round {rnd}: IQR {rel:.1%} of the median step")
-verdicts.pair(pairs, "broken", "fixed", "every fix together makes the fp32 step faster on the recorded GPU").show();
+verdicts.all_fixes_faster(pairs).show();
 
 # %% [markdown]
 # ## Summary
 # | answer's claim | measured here |
 # |---|---|
 # | 1. sampler does not split | false under a launcher (counted); the reordering gives the same samples |
-# | 2. halve batch / scale LR | halving keeps the step count, keeping the batch halves it (counted); which epoch is longer: the verdict on the rounds; the schedule stays mis-sized |
+# | 2. halve batch / scale LR | halving keeps the step count, keeping the batch halves it (counted); which epoch is shorter is a per-machine measurement (Claim 2's rounds); the schedule stays mis-sized |
 # | 3. print on rank 0 | only rank 0 logs (counted) |
-# | 4. `find_unused_parameters=False` | fails with the heads present; drop them or use `static_graph`; dropping the heads is the one fix that shrinks the all-reduce (counted) |
-# | 4. `num_workers=8`, `.item()` | the core-budget verdict says whether 8 workers double-book this machine; `.item()`: not resolvable from the recorded GPU rounds |
+# | 4a. `find_unused_parameters=False` | fails with the heads present (`TORCH_DISTRIBUTED_DEBUG=INFO` names them); drop them or use `static_graph`; dropping the heads is the one fix that shrinks the all-reduce (counted) |
+# | 4b. `num_workers=8` | a count against the cores per rank (Claim 4b) |
+# | 4c. `.item()` | ends the autograd history the post's sum keeps (counted), at the price of a host sync per step; `.detach()` ends it without the sync |
 #
 # Next, `03_case1_beyond.ipynb`: what the answer missed, and the setup that scales.
 #

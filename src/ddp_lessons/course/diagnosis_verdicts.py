@@ -1,7 +1,7 @@
 """Verdicts on a `Diagnosis`: a lesson checks what `diagnose` says against what
 the lesson measured itself. Each takes `Diagnosis.causes` (most costly first)
 and comes out either way (tests/test_diagnose_claims.py).
-Defined in notebook 01_case1_broken; used in 05 and 07.
+Used in notebooks 05 and 07.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def ranks_first(causes: list, cause: str, label: str) -> V.Verdict:
 
 
 def names(causes: list, expected: list, label: str) -> V.Verdict:
-    """`diagnose` names every cause in `expected` among its findings. Defined in notebook 01_case1_broken."""
+    """`diagnose` names every cause in `expected` among its findings (tests/test_diagnose_claims.py)."""
     missing = [c for c in expected if c not in causes]
     v = V.exact(f"diagnose names {label}", len(expected) - len(missing), expected=len(expected),
                 what="the lesson's causes it names",

@@ -3,7 +3,7 @@
 Every variant is the posted setup (`Options.broken()`) with some of the
 answer's changes switched on, so two rows of the table differ by exactly the
 options named. `find_unused_parameters=False` always comes with the heads
-dropped: alone it crashes (notebook 02 shows the error).
+dropped: alone it crashes (notebook 02 shows the error); the heads dropped alone is a row of its own.
 Defined in notebook 02_case1_answer.
 """
 
@@ -21,6 +21,8 @@ FIXES = {
     "4b num_workers=8": dict(num_workers=8),
     "4c loss.item()": dict(loss_accum="item"),
 }
+# Half of 4a: the heads dropped, find_unused_parameters still True (an "alone" row only).
+HEADS_ONLY = "4a heads dropped only (find_unused=True)"
 
 
 def variants(steps_limit: int = 6, **common) -> dict[str, Options]:
@@ -29,6 +31,8 @@ def variants(steps_limit: int = 6, **common) -> dict[str, Options]:
     base = dict(steps_limit=steps_limit, evaluation="none", **common)
     out = {"posted": Options.broken(**base)}
     for name, change in FIXES.items():
+        if name.startswith("4a"):  # 4a changes two options: the heads dropped alone first, then both
+            out[f"alone: {HEADS_ONLY}"] = Options.broken(**base, drop_heads=True)
         out[f"alone: {name}"] = Options.broken(**base, **change)
     acc = {}
     for i, (name, change) in enumerate(FIXES.items()):

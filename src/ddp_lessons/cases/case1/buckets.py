@@ -1,6 +1,7 @@
 """Which gradients DDP can all-reduce during the backward pass: the order in
-which they become ready (`ready_order`), the buckets that order makes (`assign`), and how many bytes
-wait for the backward pass to end (`last_bucket_share`). Deterministic: sizes and order only, no
+which they become ready (`ready_order`), the buckets that order makes (`assign`), how many bytes
+wait for the backward pass to end (`last_bucket_share`), and when a recorded run handed each bucket over
+(`recorded_ready`). The first three are deterministic: sizes and order only, no
 timing. Defined in notebook 03_case1_beyond.
 """
 
@@ -31,7 +32,7 @@ def assign(order: list[tuple[str, int]], cap_mb: float) -> list[list[tuple[str, 
     """The buckets DDP's rebuild makes from `order` with cap `cap_mb` MiB. DDP rebuilds its buckets
     after the first iteration in the order the gradients became ready, filling each up to the cap (a
     bucket closes once it holds at least the cap; with the cap given explicitly, as case 1's options
-    always do, the first bucket has the same cap)."""
+    always do, the first bucket has the same cap). Defined in notebook 03_case1_beyond."""
     buckets, current, size = [], [], 0
     for name, nbytes in order:
         current.append((name, nbytes))
@@ -49,3 +50,13 @@ def last_bucket_share(order: list[tuple[str, int]], cap_mb: float) -> float:
     all-reduce starts when its last gradient is ready, so this bucket always starts after backward ends."""
     total = sum(b for _, b in order)
     return sum(b for _, b in assign(order, cap_mb)[-1]) / total
+
+
+def recorded_ready(rec: dict, step: int = -1) -> list[dict]:
+    """Per bucket of one recorded step (a `data/runs/case1-h200-*.json` record, rank 0): its bytes and
+    when DDP handed it to the all-reduce, as a fraction of that step's backward pass (0 its start, 1 its
+    end). Read from the timer's bucket intervals: a fact of the run, not of the cap arithmetic above.
+    Defined in notebook 03_case1_beyond."""
+    s = rec["results"]["ranks"][0]["timer"]["steps"][step]
+    b0, b1 = s["phases"]["backward"]
+    return [{"bytes": b["bytes"], "ready": (b["start"] - b0) / (b1 - b0)} for b in s["buckets"]]

@@ -107,3 +107,17 @@ class EpochEdges:
         sync(self.device)
         if self.barrier:
             dist.barrier()
+
+
+def graph_nodes(total) -> int:
+    """How many autograd nodes a running loss total keeps reachable (0 for a float or a detached tensor).
+    Defined in notebook 02_case1_answer."""
+    fn = getattr(total, "grad_fn", None)
+    seen, todo = set(), [fn]
+    while todo:
+        f = todo.pop()
+        if f is None or f in seen:
+            continue
+        seen.add(f)
+        todo += [g for g, _ in f.next_functions]
+    return len(seen)

@@ -104,7 +104,8 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True,
 
 
 def _model(o: Options, trainset, dev) -> tuple[torch.nn.Module, bool]:
-    """The model (seeded), DDP-wrapped unless `wrap_when` says one device needs no wrapper."""
+    """The model (seeded), DDP-wrapped unless `wrap_when` says one device needs no wrapper.
+    Defined in notebook 01_case1_broken."""
     model = build_model(o, trainset.num_answers, trainset.image_size, dev)
     wrapped = o.wrap_when == "always" or torch.cuda.device_count() > 1
     if wrapped:
@@ -140,6 +141,8 @@ def build_model(o: Options, num_answers: int, image_size: int, dev) -> torch.nn.
 
 
 def train_sampler(o: Options, trainset):
+    """The training sampler: as posted (LOCAL_RANK, get_world_size) or as the answer has it (from the
+    group, None without one). Defined in notebook 01_case1_broken."""
     if o.setup == "posted":
         # As posted: LOCAL_RANK decides whether init_process_group ran (under
         # a launcher it did, before this line), the rank given is LOCAL_RANK.

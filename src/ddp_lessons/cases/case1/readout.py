@@ -4,6 +4,8 @@ functions of what `case1.train` returns. Defined in notebook 01_case1_broken.
 
 from __future__ import annotations
 
+import statistics
+
 from ...tool.timing import median_step
 
 
@@ -45,3 +47,28 @@ def throughput(results: list[dict], skip: int = 2) -> float:
     """Samples per second of the whole job in steady state: the sum over ranks of
     per-rank batch / median step time (leaves out warm-up steps)."""
     return sum(r["batch_size"] / median_step(r["timer"], skip=skip)["step_time"] for r in results)
+
+
+def epoch_boundary(results: list[dict]) -> list[dict]:
+    """Per rank of a 2-epoch `case1.train` run: eval_time of epoch 0,
+    first_allreduce and first_data (loader restart) of epoch 1's first step,
+    usual_allreduce and usual_data (the other steps after the warm-up). Defined in notebook 01_case1_broken."""
+    rows = []
+    for r in results:
+        per, steps = r["steps_per_epoch"], r["timer"]["steps"]
+        others = steps[2:per] + steps[per + 1:]
+        rows.append({"rank": r["rank"], "eval_time": r["epochs"][0]["eval_time"],
+                     "first_allreduce": steps[per].get("allreduce", 0.0), "first_data": steps[per]["data"],
+                     "usual_allreduce": [s.get("allreduce", 0.0) for s in others],
+                     "usual_data": statistics.median(s["data"] for s in others)})
+    return rows
+
+
+
+
+def unused_from_error(text: str) -> list[str]:
+    """The parameter names DDP's reduction error lists as having received no gradient (printed when
+    TORCH_DISTRIBUTED_DEBUG is INFO or DETAIL; empty when it is OFF). Defined in notebook 02_case1_answer."""
+    import re
+    m = re.search(r"Parameters which did not receive grad for rank \d+: (.*)", text)
+    return [n.strip() for n in m.group(1).split(",")] if m else []

@@ -25,7 +25,7 @@ from ...tool.launcher import report_progress
 from ...tool.timing import StepTimer
 from .model import count_parameters
 from .options import Options
-from .loop import to_device
+from .loop import LOSS_ADDS, LossSum, graph_nodes, to_device
 from .plan import Plan, build, build_model, make_loader
 from .evaluate import SAMPLERS, ShardSampler, always_answer_most_frequent, evaluate
 from .data import VQAFeatureDataset
@@ -49,8 +49,9 @@ def train(options, data_root=None, epochs: int = 1, keep_qids: bool = True, run_
     step), losses (per step), epochs (per epoch: samples, steps, qids,
     time_posted, time_synced, t_start, t_end, barrier_wait, eval, eval_time,
     loss), timer (StepTimer.result()), grad_bytes, params, log, threads, and
-    max_memory_bytes on CUDA (this run's peak). `run_start`: where this run's start-up began, for
-    its timer ("process": the process's start; `train_many` gives each later run its own).
+    ddp (DDP's logging data: has_rebuilt_buckets, unused_parameter_size, static_graph),
+    max_memory_bytes on CUDA (this run's peak). `run_start`: where this run's start-up began, for its
+    timer ("process": the process's start; `train_many` gives each later run its own).
     Defined in notebook 01_case1_broken.
     """
     o = options if isinstance(options, Options) else Options(**options)
@@ -63,7 +64,7 @@ def train(options, data_root=None, epochs: int = 1, keep_qids: bool = True, run_
 
 def run_epoch(plan: Plan, timer: StepTimer, epoch: int, trace: Trace) -> dict:
     """One epoch as the post runs it, with the plan's pieces; appends each
-    step's LR and loss to `trace` and returns the epoch's row."""
+    step's LR and loss to `trace` and returns the epoch's row. Defined in notebook 01_case1_broken."""
     barrier_wait = plan.edges.begin(epoch)
     t_start = time.time()
     strat_time = time.time()  # the post's clock: host time, no device sync
@@ -91,7 +92,7 @@ def run_epoch(plan: Plan, timer: StepTimer, epoch: int, trace: Trace) -> dict:
 
 
 def _step(plan: Plan, timer: StepTimer, batch: dict, total_loss, lrs: list) -> torch.Tensor:
-    """One optimizer step, each phase timed; returns the step's loss."""
+    """One optimizer step, each phase timed; returns the step's loss. Defined in notebook 01_case1_broken."""
     with timer.phase("forward"):
         targets = to_device(batch, plan.device)
         with plan.autocast():
@@ -118,6 +119,9 @@ def result(o: Options, plan: Plan, timer: StepTimer, trace: Trace) -> dict:
            "losses": torch.stack(trace.losses).float().cpu().tolist() if trace.losses else [],
            "epochs": trace.epochs, "timer": timer.result(), "grad_bytes": gradient_bytes(plan.model),
            "params": count_parameters(plan.model), "log": plan.log.lines, "threads": torch.get_num_threads()}
+    if plan.wrapped:  # DDP's own account: did it rebuild its buckets in ready order, unused bytes found
+        d = plan.model._get_ddp_logging_data()
+        out["ddp"] = {k: d.get(k) for k in ("has_rebuilt_buckets", "unused_parameter_size", "static_graph")}
     if plan.device.type == "cuda":
         out["max_memory_bytes"] = torch.cuda.max_memory_allocated(plan.device)
     return out
@@ -162,3 +166,24 @@ def evaluate_worker(options, data_root=None, distributed: bool = True, sampler: 
               else DistributedSampler(data, num_replicas=world, rank=rank, shuffle=False))
     loader = make_loader(o.replace(num_workers=0), data, o.batch_size, shards, 0, dev.type == "cuda")
     return evaluate(model, loader, dev, distributed=distributed, amp=o.amp)
+
+
+def history_kept(loss_accum: str, steps: int = 3, batch_size: int = 4) -> list[int]:
+    """In this process, no DDP: `steps` training steps of the tiny model with the loss summed as option
+    `loss_accum` says; after each step, how many autograd nodes the running sum keeps reachable
+    (`loop.graph_nodes`). Defined in notebook 02_case1_answer."""
+    o = Options.fixed(loss_accum=loss_accum)
+    trainset = VQAFeatureDataset(tiny_dataset()["root"], "train")
+    model = build_model(o, trainset.num_answers, trainset.image_size, torch.device("cpu"))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=o.lr)
+    total, kept = LossSum(LOSS_ADDS[loss_accum]), []
+    for i in range(steps):
+        batch = trainset.collote([trainset[j] for j in range(i * batch_size, (i + 1) * batch_size)])
+        targets = to_device(batch, torch.device("cpu"))
+        loss = F.binary_cross_entropy_with_logits(model(batch).float(), targets)
+        total.add(loss)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        kept.append(graph_nodes(total.total))
+    return kept

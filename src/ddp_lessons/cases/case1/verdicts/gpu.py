@@ -3,8 +3,8 @@ rounds (`data/runs/case1-h200-pairs.json`, kind "case1-pairs": every variant
 run once per round, in `spread.interleave`'s order, on one GPU).
 
 `round_medians` gives each round's median step of a variant, `pair` decides two variants on those
-medians, `unsteady` / `stays_unsteady` and `data_wait_share` / `loader_keeps_up` read the steps'
-spread and the data wait. Every line names the record's machine (`machine_line`).
+medians (worded for each use: `item_sync_costs`, `all_fixes_faster`, `autocast_faster`), `unsteady`,
+`data_wait_share`, `loader_keeps_up` and `jitter_not_loader` read the steps' spread and the data wait.
 Defined in notebook 02_case1_answer.
 """
 
@@ -44,13 +44,60 @@ def round_medians(rec: dict, name: str) -> list[float | None]:
 
 def pair(rec: dict, a: str, b: str, claim: str, faster: str = "b") -> V.Verdict:
     """`claim` (B faster than A, or A than B with `faster="a"`) by the per-round ratios B / A of
-    `round_medians` (the sign test of `verdict.paired`). Defined in notebook 02_case1_answer."""
+    `round_medians` (the sign test of `verdict.paired`); unworded: the verdicts below word it."""
     ma, mb = round_medians(rec, a), round_medians(rec, b)
     done = [(x, y) for x, y in zip(ma, mb, strict=True) if x is not None and y is not None]
     med = {n: sorted(v)[len(v) // 2] for n, v in ((a, [x for x, _ in done]), (b, [y for _, y in done]))}
     return V.paired(claim, ma, mb, faster=faster, names=(a, b),
                     numbers={"rounds": str(len(done)),
                              "medians over rounds": f"{a} {med[a] * 1e3:.0f} ms, {b} {med[b] * 1e3:.0f} ms"})
+
+
+def ratios(rec: dict, a: str, b: str) -> list[float]:
+    """Per round, B's median step over A's (rounds where both ran). Defined in notebook 03_case1_beyond."""
+    return [y / x for x, y in zip(round_medians(rec, a), round_medians(rec, b), strict=True)
+            if x is not None and y is not None]
+
+
+def _figure(rec: dict, a: str, b: str) -> str:
+    r = ratios(rec, a, b)
+    return f"{b} / {a} per round {min(r):.2f} .. {max(r):.2f} ({len(r)} rounds)" if r else "no rounds"
+
+
+ON = "On the recorded H200 (one GPU, world size 1)"
+
+
+def item_sync_costs(rec: dict) -> V.Verdict:
+    """02: `total_loss += loss.item()` every step makes the fixed bf16 step slower than keeping the
+    sum on the device (`fixed-bf16` against `fixed-bf16-item`). Defined in notebook 02_case1_answer."""
+    v = pair(rec, "fixed-bf16", "fixed-bf16-item", "loss.item() every step makes the bf16 step slower", faster="a")
+    return V.worded(v, holds=f"{ON}, loss.item() every step made the fixed bf16 step slower in every round.",
+                    fails=f"{ON}, loss.item() every step made the fixed bf16 step no slower in any round: "
+                          "the host had nothing to overlap with the GPU.",
+                    unresolved=f"{ON}, loss.item() every step made the fixed bf16 step slower in some rounds and "
+                               "faster in others: its cost is inside the steps' jitter.",
+                    figure=_figure(rec, "fixed-bf16", "fixed-bf16-item"))
+
+
+def all_fixes_faster(rec: dict) -> V.Verdict:
+    """02: every fix together makes the fp32 step faster than the posted setup (`broken` against
+    `fixed`). Defined in notebook 02_case1_answer."""
+    v = pair(rec, "broken", "fixed", "every fix together makes the fp32 step faster on the recorded GPU")
+    return V.worded(v, holds=f"{ON}, the fixed setup's fp32 step was faster than the posted one in every round.",
+                    fails=f"{ON}, the fixed setup's fp32 step was slower than the posted one in every round.",
+                    unresolved=f"{ON}, the fixed setup's fp32 step was faster than the posted one in some rounds "
+                               "only.",
+                    figure=_figure(rec, "broken", "fixed"))
+
+
+def autocast_faster(rec: dict) -> V.Verdict:
+    """03: bf16 autocast makes the fixed setup's step faster than fp32 (`fixed` against `fixed-bf16`).
+    Defined in notebook 03_case1_beyond."""
+    v = pair(rec, "fixed", "fixed-bf16", "bf16 autocast makes the step faster than fp32")
+    return V.worded(v, holds=f"{ON}, bf16 autocast made the fixed setup's step faster than fp32 in every round.",
+                    fails=f"{ON}, bf16 autocast made the fixed setup's step slower than fp32 in every round.",
+                    unresolved=f"{ON}, bf16 autocast made the fixed setup's step faster in some rounds only.",
+                    figure=_figure(rec, "fixed", "fixed-bf16"))
 
 
 def unsteady(rec: dict, names=None, limit: float = STEADY_IQR) -> list[tuple[str, int, float]]:
@@ -74,9 +121,16 @@ def data_wait_share(rec: dict, name: str) -> list[float]:
 
 def loader_keeps_up(rec: dict, name: str, limit: float = 0.1) -> V.Verdict:
     """In every round the loader's wait is below `limit` of the step. Defined in notebook 03_case1_beyond."""
-    return V.repeats(f"on the recorded GPU the loader keeps up with the {name} setup "
-                     f"(data wait under {limit:.0%} of the step)", data_wait_share(rec, name), side="<",
-                     limit=limit, what="data wait / step per round")
+    share = data_wait_share(rec, name)
+    v = V.repeats(f"on the recorded GPU the loader keeps up with the {name} setup "
+                  f"(data wait under {limit:.0%} of the step)", share, side="<",
+                  limit=limit, what="data wait / step per round")
+    return V.worded(v, holds=f"{ON}, the loader kept up with the {name} setup in every round: the step waited "
+                             f"for data less than {limit:.0%} of its time.",
+                    fails=f"{ON}, the loader held back the {name} setup in every round: the step waited for "
+                          f"data {limit:.0%} of its time or more.",
+                    unresolved=f"{ON}, the loader kept up with the {name} setup in some rounds only.",
+                    figure=f"data wait / step {min(share, default=0):.1%} .. {max(share, default=0):.1%}")
 
 
 def iqr_rels(rec: dict, name: str) -> list[float]:
@@ -85,7 +139,26 @@ def iqr_rels(rec: dict, name: str) -> list[float]:
 
 
 def stays_unsteady(rec: dict, names, claim: str, limit: float = STEADY_IQR) -> V.Verdict:
-    """Every run of `names` has its steps' IQR above `limit` of the median (e.g. in
-    `data/runs/case1-h200-bf16-jitter.json`: bf16 with fewer loader workers). Defined in notebook 03_case1_beyond."""
+    """Every run of `names` has its steps' IQR above `limit` of the median (unworded: `jitter_not_loader`)."""
     rels = [x for n in names for x in iqr_rels(rec, n)]
     return V.repeats(claim, rels, side=">", limit=limit, what="IQR / median per run")
+
+
+def jitter_not_loader(rec: dict, fewer, leanest: str, wait_limit: float = 0.01) -> V.Verdict:
+    """03: the loader's competition for the cores is not what makes the bf16 steps unsteady: with
+    fewer loader workers (`fewer`) every run stays unsteady, while the loader still keeps up with the
+    leanest (`leanest`). Defined in notebook 03_case1_beyond."""
+    still = stays_unsteady(rec, fewer, "with fewer loader workers the bf16 steps stay unsteady in every run")
+    keeps = loader_keeps_up(rec, leanest, limit=wait_limit)
+    v = V.all_of("the loader workers are not what makes the bf16 steps unsteady", still, keeps)
+    rels = [x for n in fewer for x in iqr_rels(rec, n)]
+    on = "On the recorded H200 (one GPU)"
+    return V.worded(v, holds=f"{on}, the bf16 steps stayed unsteady with fewer loader workers ({', '.join(fewer)}) "
+                             "while the data kept arriving in time: the workers competing for cores are not "
+                             "what makes them jitter.",
+                    fails=f"{on}, fewer loader workers changed the bf16 steps' jitter, or left the loader behind: "
+                          "the workers may be part of it.",
+                    unresolved=f"{on}, some bf16 runs with fewer loader workers were steady and others not: the "
+                               "record cannot tell whether the workers cause the jitter.",
+                    figure=f"IQR / median {min(rels, default=0):.0%} .. {max(rels, default=0):.0%} "
+                           f"({len(rels)} runs); data wait under {wait_limit:.0%}")
