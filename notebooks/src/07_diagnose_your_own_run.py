@@ -97,10 +97,12 @@ verdicts.evaluation_share_large([r["eval_share"] for ranks in b2 for r in ranks]
 
 # %% [markdown]
 # ## What the second rank buys
-# With the evaluation done twice, the second rank shares only the training, so the speed-up is capped:
+# With the evaluation done twice, the second rank shares only the training, so the speed-up is capped
+# (Amdahl: with half of a 1-rank run spent evaluating, 2 ranks can be at most 1 / (0.5 + 0.5 / 2) = 1.33x
+# as fast); the check asks for less than 1.6x, a margin a busy machine keeps:
 
 # %%
-verdicts.speedup_below(times["broken x1"], times["broken x2"], 1.5).show();
+verdicts.speedup_below(times["broken x1"], times["broken x2"], 1.6).show();
 
 # %% [markdown]
 # ## Where the time goes, ranked by cost
