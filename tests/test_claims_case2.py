@@ -1,5 +1,5 @@
 """Case 2's claims (ddp_lessons.cases.case2.verdicts.runs, hookread): every claim
-comes out each way it can, from numbers made up to sit on either side."""
+comes out each way it can, from numbers made up to sit on either side, with its outcome's sentence."""
 
 import copy
 
@@ -63,13 +63,38 @@ def test_bytes_vs_latency():
     assert C.bytes_vs_latency([fit(0.0, 1e9)], n).fails                     # no latency at all
 
 
-def test_startup_vs_allreduce_turns_with_the_epochs():
-    startup, per_epoch = [4.7, 4.7, 4.7], [0.025, 0.03, 0.034]
-    assert C.startup_vs_allreduce(startup, per_epoch, 2).holds
-    assert C.startup_vs_allreduce(startup, per_epoch, 200).fails
-    assert C.startup_vs_allreduce(startup, per_epoch, 50).status == U       # 3.76 .. 2.76 straddles 3
-    cross = C.crossover_epochs(startup, per_epoch)
-    assert cross[0] == pytest.approx(188) and min(cross) == pytest.approx(4.7 / 0.034)
+def test_diagnose_ranks_startup_first_needs_both():
+    from ddp_lessons.course.diagnosis_verdicts import ranks_first
+
+    def both(a, b):
+        return C.diagnose_ranks_startup_first(ranks_first(a, "startup", "start-up"), ranks_first(b, "startup", "f"))
+    v = both(["startup", "validation"], ["startup"])
+    assert v.holds and "start-up first for the posted test and for the fixed" in str(v)
+    v = both(["startup"], ["data", "startup"])
+    assert v.fails and "data for the fixed one" in str(v)
+
+
+def test_every_case2_verdict_prints_its_outcome_s_sentence_and_one_figure():
+    held = C.one_device_vs_forked([0.2, 0.3, 0.25, 0.2, 0.3], [0.5, 0.6, 0.4, 0.45, 0.5], 3, 2)
+    lost = C.one_device_vs_forked([0.5, 0.6, 0.4, 0.45, 0.5], [0.2, 0.3, 0.25, 0.2, 0.3], 2, 2)
+    assert "one process finished the same fit sooner than 3 workers" in str(held) and "oversubscribed" in str(held)
+    assert "2 workers forked by ddp_notebook finished" in str(lost) and "oversubscribed" not in str(lost)
+    assert "deciding numbers: 1 process / 3 forked" in str(held)
+    assert "more than 2x their whole fit" in str(C.startup_vs_fit(5.0, [0.5, 0.6]))
+    assert "less than 2x their fit" in str(C.startup_vs_fit(0.5, [0.5, 0.6]))
+    assert "once per optimizer step: 3 of an epoch's 7" in str(C.syncs_per_epoch([0, 0, 1, 0, 0, 1, 1], 1667, 256, 3))
+    assert "on 7 of 7 micro-steps" in str(C.syncs_per_epoch([1] * 7, 1667, 256, 3))
+    n = 538_628
+    assert "latency-bound" in str(C.bytes_vs_latency([{"latency": 0.1, "bandwidth": 1e9}], n))
+    assert "bandwidth-bound" in str(C.bytes_vs_latency([{"latency": 1e-5, "bandwidth": 1e9}], n))
+    assert "most of its hook interval waiting" in str(C.hook_vs_standalone(0.007, 0.0012, 0.0008))
+    assert "at most half of it is waiting" in str(C.hook_vs_standalone(0.0015, 0.0012, 0.0008))
+    slow, fast = [0.03, 0.028, 0.031, 0.029, 0.03], [0.02, 0.019, 0.021, 0.018, 0.02]
+    assert "tensors made once beat" in str(C.randn_loader(slow, fast))
+    assert "drawing torch.randn per item beat" in str(C.randn_loader(fast, slow))
+    assert "cannot tell" in str(C.log_every_step(slow, [0.028, 0.03, 0.027, 0.031, 0.029]))
+    for v in (held, C.randn_loader(slow, fast)):
+        assert str(v).count("\n") == 1 and "rule" not in str(v)   # one sentence, one short figure
 
 
 def test_randn_loader_and_log_every_step():
@@ -138,13 +163,15 @@ def test_nvml_claims_each_way():
     assert C.nvml_in_training_step(rec).holds
     assert C.nvml_in_step(rec).holds
     mixed = _pairs(nvml_step=(5.2e-3, 3.0e-3, 4.1e-3, 6.6e-3, 4.9e-3))
-    assert C.nvml_in_step(mixed).status == U
+    assert C.nvml_in_step(mixed).status == U and "the record cannot tell" in str(C.nvml_in_step(mixed))
     faster = _pairs(nvml_fwd=(0.5e-3,) * 5, nvml_step=(3e-3,) * 5)
     assert C.nvml_in_training_step(faster).fails and C.nvml_in_step(faster).fails
+    assert "was faster with the post's NVML block" in str(C.nvml_in_training_step(faster))
+    assert "On the recorded CPU stand-in the post's NVML block made training_step slower" in str(
+        C.nvml_in_training_step(rec))
+    rec["machine"] = {"gpus": ["NVIDIA H200"]}
+    assert str(C.nvml_in_training_step(rec)).startswith("verdict: On the recorded NVIDIA H200")
     assert C.nvml_added(rec)[0] == pytest.approx(0.9e-3)
-    assert C.nvml_below_standalone(rec, 15.7e-3).holds
-    assert C.nvml_below_standalone(rec, 0.3e-3).fails
-    assert C.nvml_below_standalone(rec, 1.0e-3).status == U
 
 
 def test_posted_vs_fixed_each_way():
@@ -153,7 +180,7 @@ def test_posted_vs_fixed_each_way():
     swapped = copy.deepcopy(rec)
     for r in swapped["results"]["runs"]:
         r["wall"] = {"fixed": 1.0, "posted": 0.4}.get(r["name"], r["wall"])
-    assert C.posted_vs_fixed(swapped).fails
+    assert C.posted_vs_fixed(swapped).fails and "the posted test took less time" in str(C.posted_vs_fixed(swapped))
     swapped["results"]["runs"][2]["wall"] = 2.0   # round 0: posted slower again
     assert C.posted_vs_fixed(swapped).status == U
 
@@ -168,10 +195,14 @@ def test_claims_read_the_stored_gpu_record():
 
 
 
-def test_nvml_held_vs_fresh_each_way():
-    fresh = [15e-3, 16e-3, 15.5e-3, 14.8e-3, 15.2e-3]
-    held = [5e-6, 4e-6, 6e-6, 4.5e-6, 5.5e-6]
-    assert C.nvml_held_vs_fresh({"calls": fresh, "held": {"calls": held}}).holds
-    assert C.nvml_held_vs_fresh({"calls": held, "held": {"calls": fresh}}).fails
-    mixed = [14e-3, 16e-3, 15e-3, 15.5e-3, 14.5e-3]
-    assert C.nvml_held_vs_fresh({"calls": fresh, "held": {"calls": mixed}}).status == U
+
+def test_the_run_taken_apart_adds_up():
+    from ddp_lessons.cases.case2.lightning_timer import launched, one_process, plot_run
+    rank = {"t_entered": 103.0, "t_fit_start": 105.0, "t_fit_end": 106.5, "wall": 1.5, "timer": {"startup": 0.1}}
+    parts = launched([rank, dict(rank, t_fit_end=106.0)], t_call=100.0, t_return=108.0, torch_start_s=1.2)
+    assert sum(parts.values()) == pytest.approx(8.0)          # the kernel's wait, every second of it placed
+    assert parts["spawn, launcher, rendezvous (the rest)"] == pytest.approx(1.8)
+    assert parts["exit (leave group, return)"] == pytest.approx(1.5)
+    one = one_process(1.2, 3.0, {"wall": 0.5, "timer": {"startup": 0.1}})
+    assert sum(one.values()) == pytest.approx(3.5) and set(one) <= set(parts)
+    assert len(plot_run({"one": one, "launched": parts}, "t").axes) == 1

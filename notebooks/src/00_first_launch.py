@@ -340,6 +340,7 @@ verdicts.cheaper_than_profiler(rounds_).show();
 fr = next(r for r in validation_summary(cost) if r["check"] == "fr_kernels")
 print({k: fr[k] for k in ("ratio_median", "within_10pct")})
 
+# %% [markdown]
 # ## Summary
 # - `launch` runs real DDP workers from a notebook, refuses what cannot work before starting, names the
 #   rank that failed first, and leaves nothing behind.

@@ -14,6 +14,7 @@
 
 # %%
 import os
+import statistics
 import time
 
 import torch
@@ -23,6 +24,7 @@ from ddp_lessons.tool import records, runtime
 from ddp_lessons.course import replay
 from ddp_lessons.cases import case2
 from ddp_lessons.cases.case2 import rounds, verdicts
+from ddp_lessons.cases.case2.lightning_timer import launched, one_process, plot_run, python_start
 from ddp_lessons.cases.case2.exercises import check
 
 torch.set_num_threads(1)  # one thread per process, as each launched worker gets on 2 cores
@@ -60,7 +62,7 @@ print(opts.nvml, opts.batch_size, opts.size, opts.accumulate, case2.param_count(
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-one = case2.fit_one(opts, where)
+one = case2.fit_one(opts, where, timed=True)  # timed: Lightning's set-up apart from the fit (plot below)
 print(f"1 device: {one['wall']:.2f} s for {opts.epochs} epochs, {one['optimizer_steps']} optimizer steps")
 
 # %% [markdown]
@@ -68,10 +70,10 @@ print(f"1 device: {one['wall']:.2f} s for {opts.epochs} epochs, {one['optimizer_
 # `launch` starts three processes (by spawn, a fresh Python each, as Lightning's own `strategy='ddp'` starts its ranks: the start-up measured below is the kind the asker paid), sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT` and initialises `torch.distributed` (as placed above). Each worker (`case2.fit_worker`) then builds `Trainer(accelerator=where.accelerator, devices=3, num_nodes=1, strategy=DDPStrategy(...))`; an accelerator that contradicts the process group (`'cpu'` on NCCL, `'gpu'` on gloo) is refused.
 
 # %%
-t0 = time.perf_counter()
+t0, t_call = time.perf_counter(), time.time()  # the wall clock too: the workers stamp theirs
 ranks = launch(case2.fit_worker, (opts, where.accelerator), world_size=where.world_size, timeout=240,
                start_method="spawn")
-helper_total = time.perf_counter() - t0
+helper_total, t_return = time.perf_counter() - t0, time.time()
 for r in ranks:
     print(f"rank {r['rank']}: launched by this kernel: {r['ppid'] == os.getpid()}, "
           f"Lightning says processes are created externally: {r['external']}, "
@@ -87,7 +89,7 @@ verdicts.reused_processes(ranks, os.getpid()).show()
 print("samples per rank (DistributedSampler pads 5,000 to a multiple of 3):", -(-opts.size // 3))
 
 # %% [markdown]
-# Where the verdict holds, Lightning started nothing: `LOCAL_RANK` in the environment makes its `LightningEnvironment` report that processes are created externally, and it skips `init_process_group` because `torch.distributed.is_initialized()` is already true.
+# The mechanism: `LOCAL_RANK` in the environment makes Lightning's `LightningEnvironment` report that processes are created externally, so it starts none, and it skips `init_process_group` because `torch.distributed.is_initialized()` is already true. A Lightning version that did otherwise would show a process of its own on a rank above.
 
 # %% [markdown]
 # ## Three workers with Lightning's `ddp_notebook`
@@ -115,23 +117,59 @@ print(f"launcher, in all: {helper_total:.2f} s; trainer.fit per rank: "
 started = verdicts.startup_vs_fit(startup, fits).show()
 
 # %% [markdown]
-# The verdict above says whether starting spawned workers costs more than their whole fit here. Where it holds, comparing this launched run's total with a one-device fit in this kernel (which started nothing) would mostly compare start-ups, and the asker's one-GPU script paid a start-up of its own too: that comparison is not made here.
+# Taken apart, beside a one-process run of the same fit. The one process here ran in this kernel, which had
+# started long before; the asker's one-GPU script paid a fresh Python and its imports too, so that bar adds a
+# fresh Python importing torch, then Lightning, timed apart. The launched bar is its slowest rank, from the
+# stamps each process took: a fresh Python importing torch (timed apart), then the rest until the worker
+# ran (spawning, the launcher's own imports, and the rendezvous: the launcher joins the process group before
+# the worker starts), importing Lightning and building the Trainer, Lightning's set-up, the fit, the exit:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+starts = {"torch": python_start(("torch",)), "torch + Lightning": python_start(("torch", "pytorch_lightning"))}
+bars = {"1 process (fresh Python)": one_process(starts["torch"], starts["torch + Lightning"], one),
+        f"{where.world_size} spawned workers (slowest rank)": launched(ranks, t_call, t_return, starts["torch"])}
+for label, parts in bars.items():
+    print(f"{label}: " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()))
+plot_run(bars, f"The posted test, {opts.epochs} epochs, NVML off: 1 process against {where.describe()}")
+
+# %% [markdown]
+# Everything before the fit, and the exit after it, is paid once a launch whatever the epoch count. Comparing
+# the launched run's total with a one-device fit in this kernel, which started nothing, would compare
+# start-ups as much as fits; a fair pair keeps start-up out of both sides.
 #
 # ## Who wins, fairly
-# A fair pair starts nothing new on either side: one device, and three workers forked by `ddp_notebook`, each timed from the call to its return (building the Trainer and Lightning's setup in both; forking, joining a process group and leaving it in the second; no Python started and no import in either). One epoch per run, in interleaved rounds (one device first in some rounds, last in others), so that a busy moment of the machine hits both alike:
+# A fair pair starts nothing new on either side: one device, and workers forked by `ddp_notebook`, each timed from the call to its return (building the Trainer and Lightning's setup in both; forking, joining a process group and leaving it in the second; no Python started and no import in either). One epoch per run, in interleaved rounds (one device first in some rounds, last in others), so that a busy moment of the machine hits both alike.
+#
+# The post's three workers had a GPU each. Where fewer than three GPUs are visible (this machine has none), three workers share the CPU cores printed below. Where there are fewer cores than workers the pair is **oversubscribed**: the workers also wait for a core, which the asker's GPUs did not, so a loss here is the post's setup plus that wait, not the post's effect alone. The verdict is taken at three workers, as posted; the same pair at as many workers as cores follows it.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 pair = rounds.one_vs_forked(opts.replace(epochs=1), where, rounds=6)
-print(f"{where.world_size} forked workers on {where.device}, {runtime.cpu_count()} cores for this kernel and its workers")
+cores = runtime.cpu_count()
+print(f"{where.world_size} forked workers on {where.device}, {cores} cores for this kernel and its workers"
+      + (": oversubscribed" if where.device == "cpu" and where.world_size > cores else ""))
 for name in ("one", "forked"):
     print(f"{name:7s}", " ".join(f"{x:5.2f}" for x in pair[name]), "s per round")
 
 # %%
-won = verdicts.one_device_vs_forked(pair["one"], pair["forked"]).show()
+won = verdicts.one_device_vs_forked(pair["one"], pair["forked"], where.world_size,
+                                    cores if where.device == "cpu" else None).show()
 
 # %% [markdown]
-# The verdict above decides whether the asker's effect reproduces in a fair pair on this machine, from the two sides' rounds: where it holds, the slower half of the one-device rounds still beat the faster half of the forked ones (their quartiles do not overlap), so one busy moment of the machine cannot decide it. What the two sides do differently: three forked workers split the epoch's work (every sample drawn with `torch.randn`, all 5,000 validated) three ways, but share the cores printed above (and on a GPU machine with fewer GPUs than workers, as placed above, they run on the CPU), and each run forks and joins a process group once. Which of those costs weighs how much, and how fixed costs compare with what grows with the epochs, is notebook 05's question. `ddp_notebook` works only in a kernel that never initialised CUDA (on a GPU machine, Lightning in this kernel would, even for a CPU fit: hence `fit_one`), and its workers' results stay in the workers.
+# The decision uses the two sides' quartiles: a side wins only when its slower half still beats the other's faster half, so one busy moment of the machine cannot decide it. What the two sides do differently: the forked workers split the epoch's work (every sample drawn with `torch.randn`, all 5,000 validated) among them, but each run forks and joins a process group once, and on CPUs they share the cores. The same pair at as many workers as this machine has cores (no oversubscription), printed only: its margin is a few hundredths of a second per run, too thin to decide on a shared machine:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+held = place(min(where.world_size, cores)) if where.device == "cpu" else where
+pair_held = rounds.one_vs_forked(opts.replace(epochs=1), held, rounds=6)
+for name in ("one", "forked"):
+    print(f"{name:7s}", " ".join(f"{x:5.2f}" for x in pair_held[name]), f"s per round ({held.world_size} workers)")
+print(f"medians: one {statistics.median(pair_held['one']):.2f} s, "
+      f"{held.world_size} forked {statistics.median(pair_held['forked']):.2f} s")
+
+# %% [markdown]
+# Which of the costs weighs how much, and how fixed costs compare with what grows with the epochs, is notebook 05's question. `ddp_notebook` works only in a kernel that never initialised CUDA (on a GPU machine, Lightning in this kernel would, even for a CPU fit: hence `fit_one`), and its workers' results stay in the workers.
 #
 # ## Recorded on a GPU
 # The same posted test (NVML block on, batch 256) recorded on one GPU, if the record exists; where this machine has a GPU, made again on it, live. One device means world size 1: no all-reduce moves a byte between GPUs in it, so it says what a step costs on that GPU, not what three GPUs cost:
@@ -151,8 +189,8 @@ except records.RecordError as exc:
 
 # %% [markdown]
 # ## Summary
-# - The posted test, rebuilt in `ddp_lessons.cases.case2`, runs on one device and on three DDP workers. A timed interval is a comparison only once it says what it includes: the launched run's total holds three process starts and imports (the verdict above compares them with the fit); the fair pair (one device against forked `ddp_notebook` workers, interleaved rounds) is decided by its own verdict above.
-# - Under the launcher, Lightning reuses its processes and process group (verdict above): `creates_processes_externally` is true, no extra process appears.
+# - The posted test, rebuilt in `ddp_lessons.cases.case2`, runs on one device and on three DDP workers. A timed interval is a comparison only once it says what it includes: the launched run's total holds three process starts, imports, a rendezvous and an exit besides the fit (the stacked bars take it apart); the fair pair (one device against forked `ddp_notebook` workers, interleaved rounds) keeps start-up out of both sides, and says when it is oversubscribed.
+# - Under the launcher, Lightning reuses its processes and process group: `LOCAL_RANK` makes `creates_processes_externally` true, and an initialised process group is kept.
 # - `ddp_notebook` starts workers by fork from the kernel; the launcher spawns them, which costs imports but works after CUDA is touched.
 #
 # ## Exercises

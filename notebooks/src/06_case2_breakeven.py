@@ -4,7 +4,7 @@
 # **What you will learn**
 # - to build a break-even model whose assumptions match how the runs are placed, and to check it against a measured 1-against-2-worker run;
 # - what case 2's step costs on one GPU with each real lever (the loss shape, fused Adam, `torch.compile`, the whole step in one CUDA graph), with the spread of repeats;
-# - from which width N GPUs beat the *fastest* one-GPU step, under which link assumptions, and what to do with a model this size.
+# - from which width N GPUs beat one GPU, eager step against eager step and graphed against graphed, under which link assumptions (NVLink, PCIe Gen4, Gen5), and what to do with a model this size.
 #
 # **Builds on** `05_case2_where_time_goes` (the costs taken apart). Previous: `05_case2_where_time_goes.ipynb`. Next: `07_diagnose_your_own_run.ipynb` (a run of your own, diagnosed).
 
@@ -60,7 +60,7 @@ print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.2f} ps x batch x params; all-re
 
 # %% [markdown]
 # The measurement: the fixed test at width 1024 in plain PyTorch (data made once, loss shape fixed, no NVML, no
-# validation pass), 1 worker against 2, in 4 interleaved rounds (`spread.interleave`). What is compared is the
+# validation pass), 1 worker against 2, in 5 interleaved rounds (`spread.interleave`). What is compared is the
 # time per 256 samples: a run's best step after 3 warm-up steps on 1 worker; on 2 workers, half the slower
 # rank's best step (each step there takes 256 samples per rank, all-reduce and waiting for the peer included).
 # The best step is the one that other load on these shared cores disturbed least, which is also what the model
@@ -70,7 +70,7 @@ print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.2f} ps x batch x params; all-re
 # NBVAL_IGNORE_OUTPUT
 big = fixed.replace(width=1024)
 steps = {"1": [], "2": []}  # per round: best step (s); on 2 workers the slower rank's
-for order in spread.interleave(["1", "2"], 4):
+for order in spread.interleave(["1", "2"], spread.MIN_ROUNDS):
     for n in order:
         runs = [plain.fit(big, where.accelerator)] if n == "1" else \
             launch(plain.fit, (big, where.accelerator), world_size=2, timeout=120)
@@ -147,23 +147,34 @@ for name, e in (lev["results"]["levers"] if lev else {}).items():
           f"  within-round IQR {iqr:.0%}  ({e['description']})")
 
 # %% [markdown]
-# Each lever against the fixed step, round by round (the same rounds, so a slow moment of the machine hits both):
+# Each lever against the eager step with the loss shape fixed (`fixed`), round by round (the same rounds, so a
+# slow moment of the machine hits both): a ratio below 1 in every round means the lever made the step faster
+# in every round; one that straddles 1 is not settled by this record:
 
 # %%
-on = f"case 2's MLP, {records.describe_machine(lev).split(';')[0] if lev else 'no record'}, recorded"
+on = f"the recorded {lev['machine']['gpus'][0]} (case 2's MLP)" if lev else "no record"
 fx = recorded_medians(lev["results"], "fixed") if lev else []
 def med(name):
     return recorded_medians(lev["results"], name) if lev else []
-verdicts.faster_step("posted", med("posted"), "fixed", fx, on).show()
-verdicts.faster_step("fixed", fx, "fused-Adam", med("fused"), on).show()
-verdicts.faster_step("fixed", fx, "torch.compile(reduce-overhead)", med("compiled"), on).show()
-verdicts.faster_step("fixed", fx, "CUDA-graphed", med("graphed"), on).show()
-verdicts.faster_step("DDP (world size 1)", med("ddp"), "fixed", fx, on).show();
+for a_name, a, b_name, b in (("posted", med("posted"), "fixed", fx), ("fixed", fx, "fused-Adam", med("fused")),
+                             ("fixed", fx, "torch.compile", med("compiled")), ("DDP, world size 1", med("ddp"), "fixed", fx)):
+    print(verdicts.ratio_figure(a, b, f"{b_name:13s} / {a_name:17s} per round"))
 
 # %% [markdown]
-# Read each line by its verdict: where one holds, that lever made the step faster on that GPU in every round;
-# "not resolvable here" means the rounds disagree, or the lever did not run (its reason is in the table above).
-# The fastest step that one GPU took, which N GPUs have to beat:
+# The lever that takes the host out of the step: forward, backward and Adam captured once in a CUDA graph and
+# replayed, one launch per step instead of dozens:
+
+# %%
+verdicts.faster_step("eager", fx, "CUDA-graphed", med("graphed"), on).show();
+
+# %% [markdown]
+# The mechanism: case 2's step is a few dozen small kernels, each a few microseconds of GPU work, and the host
+# takes longer to launch them than the GPU to run them. Fused Adam and `torch.compile` cut some launches; one
+# graph replaces them all. A DDP step at world size 1 adds DDP's own per-step work to the eager step (no byte
+# leaves the GPU).
+
+# %% [markdown]
+# The fastest step that one GPU took:
 
 # %%
 ok = {n: spread.summary(m)["median"] for n, m in lever_meds.items() if len(m) >= spread.MIN_ROUNDS}
@@ -181,21 +192,22 @@ print(records.describe_machine(pairs))
 lt, pl = recorded_medians(pairs["results"], "fixed"), recorded_medians(pairs["results"], "fixed-plain")
 diffs = [(a - b) * 1e3 for a, b in zip(lt, pl, strict=True) if a is not None and b is not None]
 print(f"per round, Lightning minus plain: {min(diffs):.2f} .. {max(diffs):.2f} ms (median {spread.summary(diffs)['median']:.2f} ms) over {len(diffs)} rounds")
-verdicts.faster_step("Lightning", lt, "plain-PyTorch", pl, "fixed test, one H200, recorded").show();
+verdicts.faster_step("Lightning", lt, "plain-PyTorch", pl, f"{verdicts.machine(pairs)} (fixed test)").show();
 
 # %% [markdown]
-# Where the verdict holds, Lightning's own work costs the printed range per step on that GPU. It is paid on
+# Lightning's own work per step is the printed difference, round by round. It is paid on
 # every step, and each of N GPUs takes 1/N of an epoch's steps: a per-step cost like it, left out of a model,
 # understates the N GPUs, not the one.
 #
-# ## N GPUs against the fastest one-GPU step: a model
+# ## N GPUs against one, eager against eager: a model
 # No run of case 2 on several GPUs has been recorded, so this part is a **model**, labelled as one. Its
 # assumptions (`StepModel`):
 # - a step takes the larger of its launch floor (what the host needs to launch its kernels, from the records at
 #   the post's width) and the GPU's compute, `k * batch * params`, with `k` from the widest step of the recorded sweep;
-# - one GPU runs the fastest recorded step; each of N GPUs runs the DDP step recorded at world size 1 (the eager
-#   step plus DDP's per-step work) on the same per-GPU batch, plus the all-reduce of the gradients,
-#   `latency + bytes * 2(N-1)/N / busbw`, exposed in full or hidden behind backward (both rows below);
+# - one GPU runs a recorded one-GPU step; each of N GPUs runs a step of the same kind on the same per-GPU batch,
+#   plus the all-reduce of the gradients, `latency + bytes * 2(N-1)/N / busbw`, exposed in full or hidden
+#   behind backward (both rows below). Eager against eager: the eager step on one GPU, the eager DDP step
+#   recorded at world size 1 (the eager step plus DDP's per-step work) on each of N;
 # - left out: start-up (process start, rendezvous: seconds, paid by the N GPUs only), which would move the
 #   break-even to larger widths; validation, logging, data loading and Lightning's per-step work (above), paid
 #   per step or per sample, so each of N GPUs pays 1/N of it, which would move the break-even to smaller
@@ -220,59 +232,69 @@ for name in ("posted", "fixed", "fixed-plain"):
     print(f"pairs record, {name:11s}: step {spread.summary(m)['median'] * 1e3:.2f} ms (rounds {min(m) * 1e3:.2f} .. {max(m) * 1e3:.2f})")
 
 # %% [markdown]
-# The model's inputs: the fastest one-GPU step and the DDP step at world size 1, from the levers record. Where
-# that record is missing, the plain eager step of the sweep stands in for both (then nothing here is about the
-# fastest step, and the lines say so):
+# The model's inputs, from the levers record: each side's step, named by kind. The graphed DDP step on N GPUs
+# was not recorded: it is assumed as fast as the graphed one-GPU step (an optimistic bound). Where the record
+# is missing, the sweep's eager step stands in for every step, and the line says so:
 
 # %%
-if fastest and "ddp" in ok:
-    one_floor, ddp_floor, src = ok[fastest], ok["ddp"], f"levers record: fastest = {fastest}, N-GPU step = ddp"
+if {"fixed", "ddp", "graphed"} <= set(ok):
+    eager_one, eager_ddp, graphed, src = ok["fixed"], ok["ddp"], ok["graphed"], "levers record"
 else:
-    one_floor = ddp_floor = min(r["compute"] for r in sweep_rec["results"]["rows"])
-    src = "no levers record: the sweep's eager step on both sides"
-gpu = StepModel(one=one_floor, ddp=ddp_floor, k=k_gpu)
-print(f"{src}: one GPU {one_floor * 1e3:.3f} ms, each of N {ddp_floor * 1e3:.3f} ms + all-reduce")
+    eager_one = eager_ddp = graphed = min(r["compute"] for r in sweep_rec["results"]["rows"])
+    src = "no levers record: the sweep's eager step stands in for every step"
+models = {"eager vs eager": StepModel(one=eager_one, ddp=eager_ddp, k=k_gpu),
+          "graphed vs graphed": StepModel(one=graphed, ddp=graphed, k=k_gpu),
+          "graphed one vs eager N": StepModel(one=graphed, ddp=eager_ddp, k=k_gpu)}
+print(f"{src}: one GPU eager {eager_one * 1e3:.3f} ms, graphed {graphed * 1e3:.3f} ms; each of N GPUs: eager DDP "
+      f"{eager_ddp * 1e3:.3f} ms, graphed DDP {graphed * 1e3:.3f} ms (assumed), + the all-reduce")
 
 # %% [markdown]
-# A simpler model puts the same eager step on both sides: the sweep's eager compute on one GPU against the
-# same compute on 3 plus an assumed NVLink all-reduce (30 µs + bytes / 100 GB/s), 200 epochs. Against it, the
-# model above (each side's recorded step, the fastest one on one GPU), over every row of the sensitivity
-# table below:
+# The links, as assumed bus bandwidths (not measured): 300 GB/s, a round figure for an NVLink box; 100 GB/s;
+# 50 GB/s, PCIe Gen5 x16 (64 GB/s a direction on paper); 25 GB/s, PCIe Gen4 x16 (32 GB/s a direction on
+# paper). Without NVLink, NCCL copies between GPUs either directly over PCIe (peer-to-peer, P2P) or through
+# host memory, by the topology and the cards (consumer cards often have P2P off). `NCCL_P2P_DISABLE=1` forces
+# the path through host memory; `NCCL_P2P_LEVEL` (`LOC`, `NVL`, `PIX`, `PXB`, `PHB`, `SYS`) sets how far
+# apart, in the PCIe tree, two GPUs may be and still use P2P; `NCCL_DEBUG=INFO` prints the path each channel
+# took (`P2P/IPC`, `SHM`). Not measured here: no multi-GPU record of case 2; a path through host memory sits
+# at or below the slowest rows. The break-even width of 3 GPUs and the speedup at the post's width 256, per
+# row (None: no width up to 32768 wins). Once a step is compute-bound both its compute and its bytes grow with
+# the parameters, so what decides there is the per-GPU batch against the link, not the width:
 
 # %%
 widths = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
-g0, gk = fit_compute([(r["batch"], r["params"], r["compute"]) for r in sweep_rec["results"]["rows"]])
-old = Costs(c0=g0, k=gk, latency=30e-6, bandwidth=100e9)
-links = {"latencies": [10e-6, 30e-6, 100e-6], "busbws": [300e9, 100e9, 25e9]}
-table = sensitivity(gpu, 3, widths, **links)
-verdicts.gpus_win([speedup(old, world_size=3, epochs=200)], 3, 256, "the eager step on both sides").show()
-verdicts.gpus_win([r["speedup@256"] for r in table], 3, 256, "recorded steps, against the fastest one-GPU step").show();
-
-# %% [markdown]
-# The sensitivity table: break-even width of 3 GPUs for all-reduce latency × bus bandwidth (300 GB/s: an
-# NVLink box; 25 GB/s: PCIe Gen4/Gen5 without NVLink) × the share of the all-reduce left exposed, and one more
-# column in which the 3 GPUs' step is as fast as the fastest one-GPU step (DDP with its launch overhead removed
-# too: not recorded, an optimistic bound). In this model, once a step is compute-bound both its compute and its
-# bytes grow with the parameters, so what decides there is the per-GPU batch against the link, not the width:
-# a row with no break-even width (None) is one where no width helps at batch 256:
+links = {"latencies": [10e-6, 30e-6, 100e-6], "busbws": [300e9, 100e9, 50e9, 25e9]}
+tables = {name: sensitivity(m, 3, widths, **links) for name, m in models.items()}
+print("latency  busbw    exposed | speedup@256 (break-even width): " + " | ".join(tables))
+for i, r in enumerate(tables["eager vs eager"]):
+    print(f"{r['latency'] * 1e6:5.0f} µs {r['busbw'] / 1e9:4.0f} GB/s  {r['exposed']:5.0%}  | "
+          + " | ".join(f"{t[i]['speedup@256']:5.2f} ({t[i]['breakeven']!s:>5s})" for t in tables.values()))
 
 # %%
-lean = sensitivity(StepModel(one=one_floor, ddp=one_floor, k=k_gpu), 3, widths, **links)
-print("latency  busbw     exposed  speedup@256  break-even width  (N step as fast as one GPU's fastest)")
-for r, q in zip(table, lean, strict=True):
-    print(f"{r['latency'] * 1e6:5.0f} µs {r['busbw'] / 1e9:5.0f} GB/s  {r['exposed']:5.0%}   {r['speedup@256']:8.2f}     "
-          f"{r['breakeven']!s:>8s}          ({q['breakeven']})")
-
-# %%
-verdicts.gpus_win([q["speedup@256"] for q in lean], 3, 256, "N GPUs' step as fast as the fastest one-GPU step").show();
+verdicts.gpus_win([r["speedup@256"] for r in tables["eager vs eager"]], 3, 256,
+                  "eager step on one GPU, eager DDP step on each of 3, recorded H200 steps").show();
 
 # %% [markdown]
-# Where the first two verdicts differ, the step each side runs decides the answer at the post's width; where the
-# third holds too, it is the gap between one GPU's fastest step and the N GPUs' eager DDP step: made as fast as
-# each other, 3 GPUs win at width 256 in every row, and as recorded they lose in every row. For a user with this model
-# that reads: stay on one GPU and take the launch overhead out (the fastest lever in the table above); turn to
-# DDP once the model is wider than the break-even width of the row that matches the link, and measure then.
-# Where the verdicts come out otherwise, the table's rows say under which link the answer changes.
+# The mechanism: at width 256 a step sits on its launch floor on every GPU, so 3 GPUs that each take a third of
+# the steps at about the same floor, plus an all-reduce of 0.54 MB, take less time per epoch as long as DDP's
+# per-step work and the all-reduce add less than about two eager steps to each (20 steps an epoch on one GPU,
+# 7 on each of 3). That is a model of the steps alone: the
+# start-up, and the host work notebook 05 measured, come on top.
+#
+# ## Graphed against graphed, and a graphed step against eager ones
+# One CUDA graph makes the one-GPU step about ten times shorter. Against that step, N GPUs running the eager
+# DDP step are compared with a step ten times longer: the third column of the table, a comparison of two kinds
+# of step, printed only so it is read as one. The fair comparison puts a graphed step on both sides (the N
+# GPUs' graphed DDP step not recorded: assumed as fast as the one-GPU one):
+
+# %%
+verdicts.gpus_win([r["speedup@256"] for r in tables["graphed vs graphed"]], 3, 256,
+                  "one CUDA graph per step on both sides, the 3 GPUs' graphed DDP step assumed").show();
+
+# %% [markdown]
+# For a user with this model that reads: on one GPU, take the launch overhead out first (the graphed step); on
+# N GPUs, the same lever is what lets them keep their advantage, and the link row that matches the machine
+# (NVLink, PCIe Gen5, Gen4, or through host memory) says how much of it the all-reduce leaves. Measure then:
+# a 3-GPU record would replace the model.
 
 # %%
 # Multi-GPU recordings, when they exist: data/runs/case2-h200x3-*.json
@@ -285,15 +307,16 @@ print("3-GPU records:", x3 or "none yet")
 # The widgets only compute the model (no launch). The plain call below carries the checked output.
 
 # %%
-def show(width=256, n=3, busbw_gb=100, latency_us=30, exposed=1.0):
-    m = StepModel(one=one_floor, ddp=ddp_floor, k=k_gpu, latency=latency_us * 1e-6, busbw=busbw_gb * 1e9, exposed=exposed)
+def show(width=256, n=3, busbw_gb=100, latency_us=30, exposed=1.0, graphed_steps=False):
+    one, ddp = (graphed, graphed) if graphed_steps else (eager_one, eager_ddp)  # like against like
+    m = StepModel(one=one, ddp=ddp, k=k_gpu, latency=latency_us * 1e-6, busbw=busbw_gb * 1e9, exposed=exposed)
     print(f"width {width}: one GPU {m.epoch(width, 1) * 1e3:.2f} ms/epoch, {n} GPUs {m.epoch(width, n) * 1e3:.2f} ms/epoch: speedup {m.speedup(width, n):.2f}")
 
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 widgets.interact(show, width=widgets.IntSlider(256, 64, 32768, 64), n=(2, 8), busbw_gb=(5, 400, 5), latency_us=(5, 200, 5),
-                 exposed=(0.0, 1.0, 0.1));
+                 exposed=(0.0, 1.0, 0.1), graphed_steps=False);
 
 # %%
 hand = Costs(c0=1e-3, k=0.0, latency=1e-3, bandwidth=1e9)
@@ -304,10 +327,11 @@ print(predict(hand, world_size=3)["steps_per_epoch"], "steps per rank;", round(p
 # ## Summary
 # - A break-even model is only as good as its placement assumption: on CPUs, check whether each worker has cores
 #   of its own before dividing or multiplying the compute, and check the model's winner against a measured pair.
-# - Case 2's step is a handful of small kernels: on one GPU, the recorded levers show how much of it is the host
-#   launching them (the verdicts above say which lever helped on that GPU).
-# - "Is my model too simple?" becomes: from which width do N GPUs beat the *fastest* one-GPU step? A model with the
-#   recorded fixed costs answers it per link, in a table; a 3-GPU record would replace the model.
+# - Case 2's step is a few dozen small kernels: on one GPU, the recorded levers show how much of it is the host
+#   launching them; one CUDA graph per step removes most of it.
+# - "Is my model too simple?" becomes: from which width do N GPUs beat one, comparing like with like (eager with
+#   eager, graphed with graphed)? A model with the recorded fixed costs answers it per link (NVLink, PCIe Gen5,
+#   Gen4), in a table; a 3-GPU record would replace the model.
 #
 # ## Exercises
 # 1. With `Costs(c0=2e-3, k=0, latency=1e-3, bandwidth=1e9)` and the posted sizes, what speedup does the predictor give 3 workers over 1? Work it out by hand, then `check("06.1", answer)`

@@ -3,7 +3,8 @@
 `predict` gives a run's wall time by part from `Costs` (its docstring has the formula); `speedup`,
 `breakeven` and `table` compare n workers with one. DDP divides the steps by n but adds an all-reduce
 to every synchronised step: it wins once the compute it saves outweighs what it adds. `StepModel` asks
-the same of N GPUs against the fastest one-GPU step. Defined in notebook 06_case2_breakeven.
+the same of N GPUs against the fastest one-GPU step; `payback`, of a launch: after how many epochs N
+ranks pay back their extra start-up. Defined in notebook 06_case2_breakeven.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def table(costs: Costs, vary: str, values, world_size=3, **kw) -> list[dict]:
     return rows
 
 
-# -- N GPUs against the fastest one-GPU step: a labelled model ---------------------
+# -- N GPUs against one GPU, step against step: a labelled model ---------------------
 @dataclasses.dataclass(frozen=True)
 class StepModel:
     """One epoch of the fixed test on one GPU and on n, step by step (seconds).
@@ -112,8 +113,8 @@ class StepModel:
       needs to launch the step's kernels, measured at the post's width; compute is
       `k * batch * params` once the GPU, not the host, is the limit (`k` from the
       widest recorded step);
-    - one GPU runs its fastest recorded step (`one`, e.g. the step in one CUDA graph);
-      each of n GPUs runs the DDP step as recorded at world size 1 (`ddp`: the eager
+    - one GPU runs a recorded step (`one`: the eager step, or the step in one CUDA graph);
+      each of n GPUs runs `ddp` (e.g. the DDP step recorded at world size 1: the eager
       step plus DDP's per-step work), with the same per-GPU batch, and adds the
       all-reduce of 4 * params bytes: `latency + bytes * 2(n-1)/n / busbw`, of which
       the share `exposed` is not hidden behind backward;
@@ -187,3 +188,43 @@ def core_share(ranks: int, cores: int, threads: int) -> float:
     thread has a core of its own, else the oversubscription ranks * threads / cores.
     Defined in notebook 06_case2_breakeven."""
     return max(1.0, ranks * threads / cores)
+
+
+# -- does a launch of N ranks pay for itself? (notebook 05) ----------------------------------
+# A model, labelled as one: a run costs its start-up once, then `epochs` epochs of the measured length;
+# N ranks pay back their extra start-up only if each epoch is shorter on them than on one process.
+def epoch_seconds(times: dict) -> float:
+    """The median epoch (training pass + validation pass, s) of one rank's Lightning timer result.
+    Defined in notebook 05_case2_where_time_goes."""
+    return statistics.median(e["train"] + e["validation"] for e in times["epochs"])
+
+
+def payback(extra_startup_s: float, one_epoch_s: float, n_epoch_s: float, epochs: int = 200) -> dict:
+    """Seconds saved per epoch by N ranks (`one_epoch_s - n_epoch_s`; negative: N ranks lose), saved
+    over `epochs`, what is left once the extra start-up is paid (`net`, positive: N ranks win), and
+    the epoch count at which the saving pays the start-up (inf where nothing is saved).
+    Defined in notebook 05_case2_where_time_goes."""
+    saved = one_epoch_s - n_epoch_s
+    return {"per_epoch": saved, "over_run": saved * epochs, "net": saved * epochs - extra_startup_s,
+            "epochs": epochs, "breakeven_epochs": extra_startup_s / saved if saved > 0 else math.inf}
+
+
+def describe_payback(p: dict, n: int, extra_startup_s: float) -> str:
+    """The payback in one plain sentence (a model's reading, with its numbers).
+    Defined in notebook 05_case2_where_time_goes."""
+    if p["per_epoch"] <= 0:
+        return (f"{n} ranks save nothing per epoch here ({p['per_epoch'] * 1e3:+.0f} ms an epoch): no epoch "
+                f"count pays back their {extra_startup_s:.1f} s of extra start-up.")
+    return (f"{n} ranks save {p['per_epoch'] * 1e3:.0f} ms an epoch, {p['over_run']:.1f} s over {p['epochs']} "
+            f"epochs, against {extra_startup_s:.1f} s of extra start-up: they pay it back after "
+            f"{p['breakeven_epochs']:.0f} epochs, and are {'ahead' if p['net'] > 0 else 'behind'} by "
+            f"{abs(p['net']):.1f} s at {p['epochs']}.")
+
+
+def powersgd_bytes(model, rank: int = 1) -> tuple[int, int]:
+    """(bytes, all-reduces) per step of torch's PowerSGD hook on `model` (fp32), after its warm-up:
+    each matrix (out x in) sends P (out x rank) and Q (in x rank) in one all-reduce each, every
+    vector goes uncompressed in a third. Arithmetic, not a measurement. Defined in notebook 05_case2_where_time_goes."""
+    mats = [p.shape for p in model.parameters() if p.dim() > 1]
+    vecs = sum(p.numel() for p in model.parameters() if p.dim() <= 1)
+    return 4 * (vecs + rank * sum(s[0] + s[1] for s in mats)), 3

@@ -132,10 +132,11 @@ def _fit(opts, trainer, timed):
     SimpleModel, SimpleDataModule = _module_classes()
     torch.manual_seed(opts.seed)
     model, data = SimpleModel(opts), SimpleDataModule(opts)
-    t0 = time.perf_counter()
+    stamp, t0 = time.time(), time.perf_counter()  # the wall clock: comparable with other processes' stamps
     trainer.fit(model, data)
     wall = time.perf_counter() - t0
-    out = {"wall": wall, "nvml_calls": model.nvml_calls, "log_rows": len(trainer.logger.rows),
+    out = {"wall": wall, "t_fit_start": stamp, "t_fit_end": stamp + wall,
+           "nvml_calls": model.nvml_calls, "log_rows": len(trainer.logger.rows),
            "optimizer_steps": trainer.global_step, "world_size": trainer.world_size,
            "rank": trainer.global_rank, "pid": os.getpid(), "ppid": os.getppid(),
            "grad_bytes": gradient_bytes(model)}
@@ -182,6 +183,7 @@ def fit_worker(opts: Options, accelerator: str | None = None, timed: bool = True
     `accelerator`: None follows the process group (gpu under NCCL, cpu under
     gloo); one that contradicts it is refused (ValueError), not run elsewhere.
     Defined in notebook 04_case2_lightning."""
+    entered = time.time()  # the launcher has started this process and joined the process group
     import torch.distributed as dist
 
     accelerator = runtime.accelerator(accelerator)  # before Lightning's import: refuse at once
@@ -196,8 +198,17 @@ def fit_worker(opts: Options, accelerator: str | None = None, timed: bool = True
         out = _fit(opts, trainer, cb)
     out.update(external=env.creates_processes_externally, accelerator=accelerator,
                same_group=group_before is not None and dist.distributed_c10d._get_default_group() is group_before,
-               children=_child_processes())
+               children=_child_processes(), t_entered=entered, t_created=_created())
     return out
+
+
+def _created() -> float | None:
+    """When this process was created (wall clock, s; psutil's clock-tick resolution); None without psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return psutil.Process().create_time()
 
 
 def _plain_strategy():

@@ -18,7 +18,8 @@ D_IN = 10
 
 
 def mlp(width: int = 256, depth: int = 3) -> nn.Sequential:
-    """10 -> width (x `depth` hidden layers) -> 1 with ReLU; (256, 3) is the post's."""
+    """10 -> width (x `depth` hidden layers) -> 1 with ReLU; (256, 3) is the post's.
+    Defined in notebook 05_case2_where_time_goes."""
     return _mlp(width, depth, d_in=D_IN)
 
 

@@ -89,3 +89,18 @@ def log_every_vs_rare(opts, accelerator: str = "cpu", rounds: int = 7) -> dict:
         return min(s["forward"] for s in fit_here(o, accelerator=accelerator)["timer"]["steps"][2:])
     return _rounds({"every": lambda: step(opts.replace(log_every_step=True)),
                     "rare": lambda: step(opts.replace(log_every_step=False))}, rounds)
+
+
+def first_batch_waits(opts, persistent: bool, epochs: int = 3, workers: int = 1) -> list[float]:
+    """Per epoch, seconds until the first batch of the case's loader comes out with `workers` loader
+    processes, kept between epochs (`persistent_workers=True`) or started again every epoch (the
+    default): what each epoch's loader start costs. Defined in notebook 05_case2_where_time_goes."""
+    loader = DataLoader(make_dataset(opts), batch_size=opts.batch_size, num_workers=workers,
+                        persistent_workers=persistent)
+    waits = []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        for i, _batch in enumerate(loader):
+            if i == 0:
+                waits.append(time.perf_counter() - t0)
+    return waits
