@@ -4,7 +4,7 @@ A verdict nbval compares is a promise that its outcome is the same on every
 run of CI's machine. This script executes the stored notebooks (as
 `scripts/run_notebooks.py` does: a fresh kernel each, outputs never written
 back) `--runs` times, optionally beside `--hog K` busy processes, reads every
-`verdict: STATUS - claim` line each code cell printed, and compares it with
+`verdict: STATUS - claim` line (or worded verdict's sentence) each code cell printed, and compares it with
 the stored notebook's line and with the other runs. Every run is appended to
 a record (`data/runs/NAME.json`), so runs made at different times (quiet, and
 beside a hog) add up to one table.
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run_notebooks as rn  # noqa: E402  (a sibling script: the same kernel and execution)
 
 VERDICT = re.compile(r"^verdict: ([A-Z ]+?) - (.*)$")
+WORDED = re.compile(r"^verdict: (.*)$")   # a worded verdict: its sentence is its outcome
 NUMBERS = re.compile(r"^  deciding numbers: (.*)$")
 
 
@@ -65,12 +66,14 @@ def verdicts(nb) -> list[dict]:
         for out in cell.get("outputs", []):
             lines = _text(out).splitlines()
             for i, line in enumerate(lines):
-                m = VERDICT.match(line)
-                if not m:
+                m, w = VERDICT.match(line), WORDED.match(line)
+                if not (m or w):
                     continue
+                # a worded verdict's sentence differs by outcome: it is known by its cell and place instead
+                status, claim = (m.group(1), m.group(2)) if m else (w.group(1), f"code cell {k}, verdict {n}")
                 nums = NUMBERS.match(lines[i + 1]) if i + 1 < len(lines) else None
-                found.append({"cell": k, "n": n, "compared": not _ignored(cell), "status": m.group(1),
-                              "claim": m.group(2), "numbers": nums.group(1) if nums else ""})
+                found.append({"cell": k, "n": n, "compared": not _ignored(cell), "status": status,
+                              "claim": claim, "numbers": nums.group(1) if nums else ""})
                 n += 1
     return found
 

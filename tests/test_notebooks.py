@@ -109,8 +109,10 @@ def verdicts_per_section(nb) -> dict:
             heading = next((ln for ln in c.source.splitlines() if ln.startswith("## ")), heading)
             continue
         for o in c.get("outputs", []):
-            text = o.get("text", "") if o.get("output_type") == "stream" else ""
-            counts[heading] = counts.get(heading, 0) + sum(ln.startswith("verdict:") for ln in text.splitlines())
+            text = o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            n = sum(ln.strip().startswith("verdict:") for ln in text.splitlines())
+            counts[heading] = counts.get(heading, 0) + n
     return counts
 
 

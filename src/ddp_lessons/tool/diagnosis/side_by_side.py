@@ -55,7 +55,8 @@ class Comparison:
     metric: str
 
     def __str__(self) -> str:
-        head = ["run", "ranks", "repeats", "step: median (min..max)", "samples/s: median (min..max)", "scaling"]
+        head = ["run", "ranks", "repeats", "step: median (min..max)", "samples/s: median (min..max)", "scaling",
+                f"throughput vs {self.baseline}"]
         rows = [head]
         for name, r in self.rows.items():
             st, tp = r["step"], r[self.metric]
@@ -63,17 +64,27 @@ class Comparison:
                          f"{_time(st['median'])} ({_time(st['min'])}..{_time(st['max'])})",
                          f"{_num(tp['median'])} ({_num(tp['min'])}..{_num(tp['max'])})" if tp
                          else "n/a (no batch_size)",
-                         _num(r["scaling"], ".2f") if r.get("scaling") is not None else "-"])
+                         _num(r["scaling"], ".2f") if r.get("scaling") is not None else "-",
+                         _outcome(self.verdicts.get(name))])
         # every column as wide as its widest cell, two spaces apart: readable at any magnitude
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                            for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
-        lines.append(f"samples/s: {self.metric}; scaling: median over the baseline {self.baseline!r}")
-        lines += [str(v) for v in self.verdicts.values()]
+        lines.append(f"samples/s: {self.metric}; scaling: median over the baseline {self.baseline!r}; "
+                     "throughput: higher or lower across every repeat, else inside the spread (`verdicts[name]` "
+                     "holds each decision with its numbers)")
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
+
+
+def _outcome(v) -> str:
+    if v is None:
+        return "(baseline)"
+    if v.resolved:
+        return "higher" if v.holds else "lower"
+    return "too few repeats" if "needs at least" in v.rule else "inside the spread"
 
 
 def _num(x: float, small: str = ".3g") -> str:
