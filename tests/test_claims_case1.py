@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from ddp_lessons.tool import verdict as V
-from ddp_lessons.tool.allreduce import estimate
-from ddp_lessons.cases.case1 import ablation, buckets, readout, verdicts, gap
+from ddp_lessons.cases.case1 import ablation, buckets, readout, verdicts
 from ddp_lessons.cases.case1.loop import graph_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,28 +174,6 @@ def test_ready_order_is_the_backward_order():
     order = buckets.ready_order(Wrap(), {"x": torch.ones(2, 3)})
     assert [n.split(".", 1)[1] for n, _ in order][:2] in (["1.bias", "1.weight"], ["1.weight", "1.bias"])
     assert order[-1][0].startswith("m.0.") and sum(b for _, b in order) == (3 * 4 + 4 + 4 * 2 + 2) * 4
-
-
-# -- the gap model ---------------------------------------------------------------
-def test_gap_row_is_the_cost_model():
-    r = gap.row(8, 3e9, 3058, 1_500_000_000, 0.6)
-    assert r["steps1"] == 383 and r["steps2"] == 192
-    assert r["comm"] == pytest.approx(estimate(1_500_000_000, 3e9, 50e-6, world=2))
-    assert r["epoch2_none"] == pytest.approx(192 * (105 / 383 + r["comm"]))
-    assert r["epoch2_best"] < r["epoch2_none"]
-
-
-def test_gap_verdicts_every_outcome():
-    narrow = gap.table(3058, 1_500_000_000, 0.6, batches=(8,), links={"x4": 3e9})
-    wide = gap.table(3058, 1_500_000_000, 0.6, batches=(32,), links={"x16": 24e9})
-    assert verdicts.comm_explains_gap(narrow + wide).holds
-    assert verdicts.comm_explains_gap(wide).fails and "In no row" in str(verdicts.comm_explains_gap(wide))
-    assert verdicts.comm_explains_gap(narrow).fails and "In every row" in str(verdicts.comm_explains_gap(narrow))
-    assert verdicts.comm_can_explain(narrow).holds and verdicts.comm_can_explain(wide).fails
-    assert verdicts.comm_explains_everywhere(narrow).holds and verdicts.comm_explains_everywhere(narrow + wide).fails
-    assert gap.explains(wide[0]) == "does not explain it"
-    assert gap.explains(narrow[0]) == "explains it only if nothing overlaps"
-    assert gap.explains(gap.row(8, 1e9, 3058, 1_500_000_000, 0.6)) == "explains it, even overlapped"
 
 
 # -- the recorded GPU pairs ----------------------------------------------------------

@@ -3,8 +3,8 @@ notebook 03_case1_beyond.
 
 `at_batch` adds up, per per-rank batch, the causes the course found (the recorded bucket timeline replayed
 over a link, the buffer broadcast, rank 0's evaluation on rank 1's clock) into `epochs` of the `COMBOS`;
-`batch_window` narrows the batch by the recorded compute and memory; `lines` prints it. The earlier
-all-reduce-only model is `row` / `table` / `explains`; `decode_seconds` times a loader's per-image work.
+`batch_window` narrows the batch by the recorded compute and memory; `lines` prints it;
+`decode_seconds` times a loader's per-image work.
 """
 
 from __future__ import annotations
@@ -13,52 +13,9 @@ import math
 import time
 from dataclasses import replace
 
-from ...tool import allreduce
 from ...tool.predict import resolve, whatif
 
 POST = {"one_gpu_s": 105.0, "two_gpu_s": 133.0}
-# Effective busbw of the link (GB/s): PCIe 4.0 x16 is ~32 GB/s nominal per direction,
-# PCIe 3.0 x16 ~16, x8 ~8, x4 (or a chipset slot) ~4; ~75% effective, copies via host memory.
-LINKS = {"PCIe 4.0 x16 (~24 GB/s)": 24e9, "PCIe 3.0 x16 (~12 GB/s)": 12e9,
-         "PCIe 3.0 x8 (~6 GB/s)": 6e9, "PCIe x4 / chipset (~3 GB/s)": 3e9}
-
-
-def row(batch: int, busbw: float, n_train: int, grad_bytes: int, backward_share: float,
-        latency: float = 50e-6, post: dict = POST) -> dict:
-    """One row of the model: per-step times (s) and the modelled two-GPU epoch
-    without overlap (`epoch2_none`) and with the best overlap (`epoch2_best`).
-    Assumptions (each a column of the sensitivity table, not a fact) at the lines they set."""
-    steps1, steps2 = math.ceil(n_train / batch), math.ceil(n_train / (2 * batch))
-    # one GPU's step takes T1 = 105 s / steps per epoch at the (unknown) batch size, data loading included,
-    # and a step on each of two GPUs takes the same compute (each rank keeps the per-rank batch, as posted)
-    t1 = post["one_gpu_s"] / steps1
-    # the all-reduce of the gradients (the posted model keeps its unused heads): latency + bytes x 2(n-1)/n
-    # / busbw, busbw the effective rate of the link NCCL uses (no P2P on GeForce: copies through host memory)
-    comm = allreduce.estimate(grad_bytes, busbw, latency, world=2)
-    # exposed communication lies between none of it overlapped (all added to the step) and as much as the
-    # backward pass can hide; the backward share comes from a recorded GPU step. Overlap is not free on a
-    # GPU either: NCCL's collectives are kernels on the same SMs, so the hidden part still slows compute;
-    # this lower bound is optimistic.
-    exposed_best = max(0.0, comm - backward_share * t1)
-    return {"batch": batch, "busbw": busbw, "steps1": steps1, "steps2": steps2, "t1": t1, "comm": comm,
-            "epoch2_none": steps2 * (t1 + comm), "epoch2_best": steps2 * (t1 + exposed_best)}
-
-
-def table(n_train: int, grad_bytes: int, backward_share: float, batches=(8, 16, 32), links=LINKS) -> list[dict]:
-    """The sensitivity table: one `row` per batch size and link, with its link name.
-    Defined in notebook 03_case1_beyond."""
-    return [dict(row(b, bw, n_train, grad_bytes, backward_share), link=name)
-            for b in batches for name, bw in links.items()]
-
-
-def explains(r: dict, post: dict = POST) -> str:
-    """Which reading a row supports: communication alone reaches the two-GPU
-    epoch even with the best overlap, only without overlap, or not at all. Defined in notebook 03_case1_beyond."""
-    if r["epoch2_best"] >= post["two_gpu_s"]:
-        return "explains it, even overlapped"
-    if r["epoch2_none"] >= post["two_gpu_s"]:
-        return "explains it only if nothing overlaps"
-    return "does not explain it"
 
 
 def decode_seconds(paths, repeats: int = 5) -> float:

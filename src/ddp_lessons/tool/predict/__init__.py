@@ -6,7 +6,7 @@ one fitted on your machine, and returns a `Prediction` that prints its
 numbers and its assumptions. Modules: `links` (the table, a fit as a link),
 `replay` (the arithmetic), `report` (text), `plot` (one replayed step),
 `cli` (`python -m ddp_lessons whatif RECORD --link NAME --nproc N`).
-(The README, "What-if", introduces it; no notebook uses it yet.)
+(The README, "What-if", introduces it; notebook 03 uses it for case 1's gap (`cases.case1.gap`).)
 """
 
 from __future__ import annotations

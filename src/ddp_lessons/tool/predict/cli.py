@@ -1,5 +1,6 @@
 """`python -m ddp_lessons whatif RECORD --link NAME --nproc N`: the replay from a
-shell; no workers are started. (The README, "What-if", introduces it; no notebook uses it yet.)"""
+shell; no workers are started.
+(The README, "What-if", introduces it; notebook 03 uses it for case 1's gap, `cases.case1.gap`.)"""
 
 from __future__ import annotations
 

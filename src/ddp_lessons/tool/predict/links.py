@@ -4,7 +4,7 @@ ones, each with where its figure comes from, or one fitted on your own machine.
 A ring all-reduce of B bytes on n ranks moves 2(n-1)/n x B through every
 rank's link and takes 2(n-1) latency-bound steps, so a link is two numbers:
 the bus bandwidth a ring reaches (nccl-tests' busbw) and the latency of one
-step. (The README, "What-if", introduces it; no notebook uses it yet.)
+step. (The README, "What-if", introduces it; notebook 03 uses it for case 1's gap (`cases.case1.gap`).)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One replayed step as a picture: the recorded compute on one lane, the
 buckets on the link below it, the exposed tail marked. (The README,
-"What-if", introduces it; no notebook uses it yet.)"""
+"What-if", introduces it; notebook 03 uses it for case 1's gap (`cases.case1.gap`).)"""
 
 from __future__ import annotations
 

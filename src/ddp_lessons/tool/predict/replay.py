@@ -5,7 +5,7 @@ in the timer's full mode: when DDP handed each one to the hook) go through
 one stream: a bucket's all-reduce starts when it is ready and the one before
 it is done. The backward's compute ends when the last bucket becomes ready
 (the timer's own definition of exposed); what the link is still doing after
-that is exposed. (The README, "What-if", introduces it; no notebook uses it yet.)
+that is exposed. (The README, "What-if", introduces it; notebook 03 uses it for case 1's gap (`cases.case1.gap`).)
 """
 
 from __future__ import annotations

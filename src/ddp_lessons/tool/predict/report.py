@@ -1,5 +1,6 @@
 """What a what-if prints: the numbers, then every assumption behind them; and
-a table over links and rank counts. (The README, "What-if", introduces it; no notebook uses it yet.)"""
+a table over links and rank counts.
+(The README, "What-if", introduces it; notebook 03 uses it for case 1's gap, `cases.case1.gap`.)"""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from .runs import (split_disjoint, two_workers_not_twice_as_fast, eval_wait, sam
                    diagnosis_sees_evaluation, diagnosis_agrees, diagnosis_shares_evaluation)
 from .gpu import (machine_line, round_medians, pair, ratios, item_sync_costs, all_fixes_faster, autocast_faster,
                   unsteady, data_wait_share, loader_keeps_up, iqr_rels, stays_unsteady, jitter_not_loader)
-from .model import comm_can_explain, comm_explains_everywhere, comm_explains_gap, late_tensor_exposed, calls_match
+from .model import late_tensor_exposed, calls_match
 
 __all__ = ["split_disjoint", "two_workers_not_twice_as_fast", "eval_wait", "same_split", "only_rank0_logs",
            "unused_heads_crash", "every_rank_counts_all", "order_repeats", "epoch_longer_halved",
@@ -20,5 +20,4 @@ __all__ = ["split_disjoint", "two_workers_not_twice_as_fast", "eval_wait", "same
            "diagnosis_sees_evaluation", "diagnosis_agrees", "diagnosis_shares_evaluation",
            "machine_line", "round_medians", "pair", "ratios", "item_sync_costs", "all_fixes_faster",
            "autocast_faster", "unsteady", "data_wait_share", "loader_keeps_up", "iqr_rels", "stays_unsteady",
-           "jitter_not_loader", "comm_can_explain", "comm_explains_everywhere", "comm_explains_gap",
-           "late_tensor_exposed", "calls_match"]
+           "jitter_not_loader", "late_tensor_exposed", "calls_match"]
