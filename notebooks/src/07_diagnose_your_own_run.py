@@ -227,7 +227,7 @@ if rec:
 
 # %%
 if rec:
-    verdicts.fix_is_faster(gpu_times["broken"], gpu_times["fixed"], 1).show();
+    verdicts.fix_is_faster(gpu_times["broken"], gpu_times["fixed"], 1, "the recorded H200").show();
 
 # %% [markdown]
 # ## Measure every fix: one made for N ranks can cost 1

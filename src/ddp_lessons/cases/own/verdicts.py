@@ -61,16 +61,17 @@ def speedup_below(one: list[float], two: list[float], limit: float = 1.5) -> v.V
                     figure=f"speed-up {min(ratios):.2f} .. {max(ratios):.2f} ({len(ratios)} rounds)")
 
 
-def fix_is_faster(broken: list[float], fixed: list[float], world: int) -> v.Verdict:
+def fix_is_faster(broken: list[float], fixed: list[float], world: int, where: str = "this machine") -> v.Verdict:
     """The fixed setup's run takes less time than the broken one's, from the
     rounds' quartiles (`verdict.separated`: one disturbed round on a shared
     machine does not decide it). Defined in notebook 07_diagnose_your_own_run."""
     out = v.separated(f"on {world} rank(s) the fixed setup takes less time than the broken one", broken, fixed,
                       faster="b", names=("broken", "fixed"))
-    return v.worded(out, holds=f"On {world} rank(s) the fixed setup's run is shorter than the broken one's.",
-                    fails=f"On {world} rank(s) the fixed setup's run is longer than the broken one's: this fix "
+    ranks = f"{world} rank{'s' if world > 1 else ''} of {where}"
+    return v.worded(out, holds=f"On {ranks} the fixed setup's run is shorter than the broken one's.",
+                    fails=f"On {ranks} the fixed setup's run is longer than the broken one's: this fix "
                     "costs more than it saves at this run's length.",
-                    unresolved=f"On {world} rank(s) this run cannot tell the fixed setup's run time from the "
+                    unresolved=f"On {ranks} this run cannot tell the fixed setup's run time from the "
                     "broken one's: the rounds overlap.",
                     figure=f"fixed/broken {out.numbers.get('fixed/broken (quartile bounds)', '')}".strip())
 
