@@ -15,7 +15,7 @@ import ipywidgets as widgets
 import torch
 
 from ddp_lessons import launch, place
-from ddp_lessons.tool import allreduce, records, runtime, spread
+from ddp_lessons.tool import allreduce, plots, records, runtime, spread
 from ddp_lessons.tool.timing import timed_steps
 from ddp_lessons.cases import case2
 from ddp_lessons.cases.case2 import plain, verdicts
@@ -145,6 +145,11 @@ for name, e in (lev["results"]["levers"] if lev else {}).items():
     iqr = sorted(r["iqr_rel"] for r in e["rounds"])[len(e["rounds"]) // 2]
     print(f"{name:9s} {spread.summary(meds)['median'] * 1e3:7.3f} ms  rounds {min(meds) * 1e3:.3f} .. {max(meds) * 1e3:.3f} ms"
           f"  within-round IQR {iqr:.0%}  ({e['description']})")
+
+# %%
+plots.rounds({n: [m * 1e3 for m in v] for n, v in lever_meds.items() if v}, ylabel="median step (ms)",
+             title=f"case 2's step on {lev['machine']['gpus'][0] if lev else 'no record'}: each lever, "
+                   "one dot per round (recorded)")
 
 # %% [markdown]
 # Each lever against the eager step with the loss shape fixed (`fixed`), round by round (the same rounds, so a

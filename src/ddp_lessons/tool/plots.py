@@ -187,9 +187,9 @@ def findings(diagnosis, title: str = ""):
     return fig
 
 
-def rounds(times: dict, title: str = "", unit: str = "s"):
+def rounds(times: dict, title: str = "", ylabel: str = "run time (s)"):
     """Setups' times, one dot per round and a line at each setup's median: `times` is name -> list of
-    round values (None: a failed round). Defined in notebook 07_diagnose_your_own_run."""
+    round values (None: a failed round). Defined in notebook 06_case2_breakeven."""
     import statistics
     names = list(times)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 3.0))
@@ -200,7 +200,7 @@ def rounds(times: dict, title: str = "", unit: str = "s"):
             ax.plot([i - 0.25, i + 0.25], [statistics.median(vals)] * 2, "k-", lw=2)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, fontsize=8)
-    ax.set_ylabel(f"run time ({unit}); line: median")
+    ax.set_ylabel(f"{ylabel}; line: median", fontsize=8)
     ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
