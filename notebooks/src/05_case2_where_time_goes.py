@@ -250,11 +250,11 @@ for keep in (False, True):
 # does, removes the per-item work altogether.
 #
 # ## `self.log` on every step
-# `training_step` (the model, the loss, `self.log`) with `self.log` on every step against every 50th, a one-epoch fit in this process per run, interleaved rounds. Each fit gives its fastest step: a step of about 2 ms either runs whole or loses its core to other work, so the fastest one is the step's own cost, and the median is not (beside two busy processes it moved threefold between rounds):
+# `training_step` (the model, the loss, `self.log`) with `self.log` on every step against every 50th, a four-epoch fit in this process per run (about 26 steps, so the fastest one is found), interleaved rounds. Each fit gives its fastest step: a step of about 2 ms either runs whole or loses its core to other work, so the fastest one is the step's own cost, and the median is not (beside two busy processes it moved threefold between rounds):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-logs = rounds.log_every_vs_rare(opts.replace(epochs=1, val_every=0), where.accelerator, rounds=7)
+logs = rounds.log_every_vs_rare(opts.replace(epochs=4, val_every=0), where.accelerator, rounds=7)
 for name in ("every", "rare"):
     print(f"{name:6s}", " ".join(f"{x * 1e3:5.2f}" for x in logs[name]), "ms per training_step (the fastest of a fit), per round")
 

@@ -87,6 +87,9 @@ verdicts.set_epoch_reshuffles(raw[0]["runs"]["broken x1"][0]["order"], raw[0]["r
 # %%
 b2 = runs["broken x2"]
 print("test samples evaluated per rank on 2 ranks:", [r["eval_samples"] for r in b2[0]], "of", broken.test_size)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
 per = [t / one for one, ranks in zip([rs[0]["eval_s"] for rs in runs["broken x1"]], b2, strict=True)
        for t in [r["eval_s"] for r in ranks]]
 print(f"each rank's evaluation on 2 ranks / the 1-rank evaluation: {min(per):.2f} .. {max(per):.2f} "
