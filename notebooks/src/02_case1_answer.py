@@ -249,8 +249,9 @@ for name, res in (("posted (find_unused=True)", runs["posted"]), ("static_graph=
 
 # %%
 cores = runtime.cpu_count()
-verdicts.core_overbooked(8, runs["answer, same batch"][0]["threads"], cores, where.world_size,
-                         "num_workers=8", f"this machine ({where.world_size} ranks)").show();
+count = verdicts.core_overbooked(8, runs["answer, same batch"][0]["threads"], cores, where.world_size,
+                                 "num_workers=8", f"this machine ({where.world_size} ranks)")
+print(f"{count.sentence} ({count.figure})")   # a count on this machine, not a measurement: no verdict
 
 # %% [markdown]
 # Loader processes beyond a rank's share take turns on cores the training needs; whether that shows in

@@ -479,8 +479,9 @@ for label, cores, ranks, dev in ((f"this machine ({runtime.cpu_count()} cores)",
     print(f"{label}: {w} loader workers + {t} intra-op threads per rank")
 print(f"the earlier single run on the recorded GPU machine: 16 loader workers + 16 intra-op threads = 32 "
       f"on {m['cpu_count']} cores, double-booked")
-verdicts.core_overbooked(4, 1, runtime.cpu_count(), where.world_size, "the posted num_workers=4",
-                         f"this machine ({where.world_size} ranks)").show();
+count = verdicts.core_overbooked(4, 1, runtime.cpu_count(), where.world_size, "the posted num_workers=4",
+                                 f"this machine ({where.world_size} ranks)")
+print(f"{count.sentence} ({count.figure})")   # a count on this machine, not a measurement: no verdict
 
 # %% [markdown]
 # torchrun sets `OMP_NUM_THREADS=1` only when it starts more than one process per node and leaves each
