@@ -173,7 +173,8 @@ def findings(diagnosis, title: str = ""):
     """A `Diagnosis` as bars: each finding's seconds (at the rank where it costs most), its share of
     that rank's wall time written beside it, most costly on top. Defined in notebook 07_diagnose_your_own_run."""
     fs = list(diagnosis.findings)[::-1]
-    fig, ax = plt.subplots(figsize=(7.5, 0.6 + 0.4 * max(1, len(fs))))
+    # one size whatever the number of findings: a notebook's stored figure then reads the same on every run
+    fig, ax = plt.subplots(figsize=(7.5, 2.6))
     ax.barh([f.label[:48] for f in fs], [f.seconds for f in fs], color="#4c72b0")
     for i, f in enumerate(fs):
         ax.annotate(f"{f.share:.0%} of the wall", (f.seconds, i), xytext=(3, 0), textcoords="offset points",
