@@ -82,15 +82,15 @@ class Run:
     def left(self):
         return self.args.budget_s - (time.time() - self.t0)
 
-    def cfg(self, modes, agree_modes, share, partial):
+    def cfg(self, modes, agree_modes, share, partial, rounds=None):
         a = self.args
-        return {"steps": a.steps, "rounds": a.rounds, "warmup": a.warmup, "batch": a.batch,
+        return {"steps": a.steps, "rounds": rounds or a.rounds, "warmup": a.warmup, "batch": a.batch,
                 "width": 256, "depth": 3, "modes": modes, "agree_modes": agree_modes,
                 "profile_steps": a.profile_steps, "probe_steps": a.probe_steps, "probe_fill": 2000,
                 "deadline": time.time() + share * a.budget_s, "extra_s": 0.15 * a.budget_s,
                 "partial": partial}
 
-    def part(self, name, ws, modes, agree_modes, share, env=None):
+    def part(self, name, ws, modes, agree_modes, share, env=None, rounds=None):
         if self.left() < 10:
             self.results["skipped"].append(f"{name}: time budget reached")
             return
@@ -99,7 +99,7 @@ class Run:
         t = time.time()
         try:
             with _env(env or {}):
-                outs = launch(validate, (self.cfg(modes, agree_modes, share, partial),), world_size=ws,
+                outs = launch(validate, (self.cfg(modes, agree_modes, share, partial, rounds),), world_size=ws,
                               backend=self.backend, timeout=max(10.0, self.left()), progress=None)
             run.update(ranks=outs, summary=summarize_run(outs))
             run.update({k: outs[0].get(k) for k in ("agreement", "fr_kernels", "micro", "notes", "gpu", "nccl")})
@@ -182,8 +182,7 @@ def main():
         # what the default timer costs, and where: its marks alone, with the recorder, DDP's timings every
         # step, against torch.profiler; --cost-rounds interleaved rounds, paired against builtin
         cost = ["builtin", "light", "light_marks", "light_fr", "light_ddp", "profiler"]
-        with _rounds(args, args.cost_rounds):
-            r.part("cost", 2 if gloo else 1, cost, [], args.cost_share)
+        r.part("cost", 2 if gloo else 1, cost, [], args.cost_share, rounds=args.cost_rounds)
     if args.cost_only:
         r.save()
         return _report(args, r)
@@ -195,15 +194,6 @@ def main():
     r.probe("probe_no_event_cache", dict(FR_ENV, TORCH_NCCL_ENABLE_TIMING="1", TORCH_NCCL_CUDA_EVENT_CACHE="0"))
     r.save()
     _report(args, r)
-
-
-@contextlib.contextmanager
-def _rounds(args, n):
-    saved, args.rounds = args.rounds, n
-    try:
-        yield
-    finally:
-        args.rounds = saved
 
 
 def _report(args, r):

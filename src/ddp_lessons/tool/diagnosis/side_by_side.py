@@ -65,7 +65,7 @@ class Comparison:
                          f"{_num(tp['median'])} ({_num(tp['min'])}..{_num(tp['max'])})" if tp
                          else "n/a (no batch_size)",
                          _num(r["scaling"], ".2f") if r.get("scaling") is not None else "-",
-                         _outcome(self.verdicts.get(name))])
+                         _outcome(self.verdicts.get(name), min(r["repeats"], self.rows[self.baseline]["repeats"]))])
         # every column as wide as its widest cell, two spaces apart: readable at any magnitude
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
@@ -79,12 +79,13 @@ class Comparison:
         p.text(str(self))
 
 
-def _outcome(v) -> str:
+def _outcome(v, repeats: int) -> str:
+    """A run's throughput against the baseline's, in a word or three (its verdict holds the numbers)."""
     if v is None:
         return "(baseline)"
     if v.resolved:
         return "higher" if v.holds else "lower"
-    return "too few repeats" if "needs at least" in v.rule else "inside the spread"
+    return "too few repeats" if repeats < spread.MIN_ROUNDS else "inside the spread"
 
 
 def _num(x: float, small: str = ".3g") -> str:
