@@ -184,7 +184,11 @@ def make_vqa_dataset(root, n_images: int = 315, n_qa: int = 3515, image_size: in
         _build(tmp, p)
         if (m := _existing(root, p)) is not None:    # another process finished first
             return _summary(root, m, created=False)
-        if root.exists() and any(root.iterdir()):    # ours, other parameters
+        if root.exists() and any(root.iterdir()):
+            # A rename never lands on a non-empty directory, so what is here now is whole: another
+            # process's dataset renamed in since the check above (use it), or ours with other parameters.
+            if (m := _existing(root, p)) is not None:
+                return _summary(root, m, created=False)
             old = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
             os.rename(root, old / "d")
             shutil.rmtree(old, ignore_errors=True)
