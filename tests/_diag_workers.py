@@ -60,9 +60,10 @@ def duplicated_eval(epochs=3, steps=15, batch=32, test_size=30000, width=512):
     return timer.result()
 
 
-def accumulating(no_sync: bool, k=4, optimizer_steps=6, width=512, batch=8):
+def accumulating(no_sync: bool, k=4, optimizer_steps=6, width=512, batch=8, optimizer_apart=False):
     """Gradient accumulation, each micro-step timed as a step: k micro-steps per optimizer step,
-    the first k-1 inside `no_sync()` or not. Returns the timer's result."""
+    the first k-1 inside `no_sync()` or not. `optimizer_apart`: every micro-step closed first, the
+    optimizer timed after it (a layout the timer must read as the same step). Returns the timer's result."""
     import contextlib
     torch.manual_seed(0)
     model = wrap_ddp(mlp(width, 3), torch.device("cpu"))
@@ -76,9 +77,12 @@ def accumulating(no_sync: bool, k=4, optimizer_steps=6, width=512, batch=8):
                 loss = model(x).pow(2).mean() / k
             with timer.phase("backward"):
                 loss.backward()
+        if optimizer_apart:
+            timer.step_done()
         if last:
             with timer.phase("optimizer"):
                 opt.step()
                 opt.zero_grad()
-        timer.step_done()
+        if not optimizer_apart or last:
+            timer.step_done()
     return {"timer": timer.result()}

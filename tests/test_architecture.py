@@ -42,8 +42,8 @@ CASES = ("intro", "case1", "case2", "own")   # under ddp_lessons.cases: never im
 TOP = ("cli", "__main__")             # the top floor
 FLOORS = ("tool", "course", "cases", "top")  # bottom up; a case's floor is its own name, at "cases"
 # The tool's parts, bottom up (see src/ddp_lessons/tool/__init__.py).
-TOOL_TIERS = (("runtime", "paths", "spread", "ddp", "hooks"),      # import nothing from the package
-              ("verdict", "records", "launcher", "timing"),
+TOOL_TIERS = (("runtime", "paths", "spread", "ddp", "hooks", "kineto"),      # import nothing from the package
+              ("verdict", "records", "launcher", "timing", "runs"),
               ("allreduce", "commands", "diagnosis"),
               ("plots", "predict"))
 LEAVES = TOOL_TIERS[0]

@@ -11,10 +11,11 @@ from ddp_lessons import launch
 from ddp_lessons.cases.intro import workers as toy
 from ddp_lessons.course.timer_validation.agree import kernels_against_timer
 from ddp_lessons.course.timer_validation.check import summarize_run, validation_summary
-from ddp_lessons.tool.timing import StepTimer, median_step
+from ddp_lessons.tool.runs import Rank, Run
+from ddp_lessons.tool.timing import StepTimer
 from ddp_lessons.tool.timing.clocks import EventRing
 from ddp_lessons.tool.timing.comm import _comm_numbers
-from ddp_lessons.tool.diagnosis import rules
+from ddp_lessons.tool.diagnosis.measures import measures
 from ddp_lessons.tool.timing.light import FlightRecorderSource
 
 
@@ -117,7 +118,7 @@ def test_single_process_timer_without_ddp():
     steps = timer.result()["steps"]
     assert len(steps) == 3 and all(s["allreduce_calls"] == 0 for s in steps)
     assert all(s["step_time"] >= s["forward"] + s["backward"] for s in steps)
-    assert set(median_step(timer.result(), skip=0)) >= {"forward", "backward", "step_time"}
+    assert set(Rank(timer.result()).median_step(0)) >= {"forward", "backward", "step_time"}
 
 
 def test_a_phase_twice_in_one_step_is_refused_not_overwritten():
@@ -234,15 +235,16 @@ def test_event_ring_reads_nothing_while_it_has_room():
 # -- median_step --------------------------------------------------------------
 
 def test_median_step_takes_every_key_over_the_steps_that_have_it():
-    steps = [{"step": 0, "a": 1.0}, {"step": 1, "a": 3.0, "b": 10.0},
-             {"step": 2, "a": 2.0, "c": 5}, {"step": 3, "b": 20.0, "flag": True}]
-    got = median_step({"steps": steps}, skip=0)
-    assert got == {"a": 2.0, "b": 15.0, "c": 5}
+    steps = [{"step": 0, "step_time": 1.0}, {"step": 1, "step_time": 3.0, "b": 10.0},
+             {"step": 2, "step_time": 2.0, "c": 5}, {"step": 3, "b": 20.0, "flag": True, "step_time": 2.0}]
+    got = Rank({"steps": steps, "comm_source": "none"}).median_step(0)
+    assert got == {"step_time": 2.0, "b": 15.0, "c": 5}
 
 
 def test_median_step_of_a_rank_without_steps_is_empty():
-    assert median_step({"steps": []}) == {}
-    assert median_step({"steps": [{"step": 0, "a": 1.0}]}, skip=2) == {"a": 1.0}  # too few: all kept
+    assert Rank({"steps": [], "comm_source": "none"}).median_step() == {}
+    one = Rank({"steps": [{"step": 0, "step_time": 1.0}], "comm_source": "none"})
+    assert one.median_step(2) == {"step_time": 1.0}  # too few: all kept
 
 
 # -- the flight recorder's entries, by step ------------------------------------
@@ -354,18 +356,17 @@ def test_profiler_kernels_are_paired_with_the_timers_buckets_in_order():
 
 
 def test_a_rank_value_is_read_through_accessors_whether_bare_or_under_the_timer_key():
-    from ddp_lessons.tool import timing
+    from ddp_lessons.tool.runs import timer_of
     res = {"steps": [{"step": i, "step_time": 0.1 * (i + 1)} for i in range(4)], "account": {"startup": 1.5}}
-    for value in (res, {"timer": res, "loss": 0.3}):
-        assert timing.timer_result(value) is res
-        assert [s["step"] for s in timing.timed_steps(value, skip=2)] == [2, 3]
-        assert timing.rank_account(value) == {"startup": 1.5}
-        assert timing.median_step(value, skip=2)["step_time"] == pytest.approx(0.35)
-    assert timing.timer_result({"times": res}) is None   # one key, no fallback
+    for value in (res, {"timer": res, "loss": 0.3, "steps": 7}):   # a worker's own "steps" key is not the timer's
+        rank = Rank(value)
+        assert timer_of(value) is res and rank.timer is res
+        assert [s["step"] for s in rank.steps(skip=2)] == [2, 3]
+        assert rank.account == {"startup": 1.5}
+        assert rank.median_step(2)["step_time"] == pytest.approx(0.35)
+    assert timer_of({"times": res}) is None and timer_of({"steps": [1, 2]}) is None
     with pytest.raises(ValueError, match="under 'timer'"):
-        timing.timed_steps({"loss": 0.3})
-    # the accessors are functions, not the package's modules of similar names
-    assert all(callable(getattr(timing, n)) for n in timing.__all__ if n != "KEY")
+        Rank({"loss": 0.3})
 
 
 def test_ddp_timings_read_on_a_sample_of_steps_are_named_and_scaled():
@@ -377,5 +378,5 @@ def test_ddp_timings_read_on_a_sample_of_steps_are_named_and_scaled():
         assert 10 <= len(have) < 20 and set(range(1, 10)) <= set(have)
         # the other steps' all-reduce is unknown, not 0 (no flight recorder on gloo)
         assert all(("allreduce" in s) == ("exposed" in s) for s in r["steps"])
-    m = rules.measures(ranks[0])
+    m = measures(Run(ranks)[0])
     assert m["exposed"] > sum(s.get("exposed", 0.0) for s in ranks[0]["steps"])  # scaled to every step

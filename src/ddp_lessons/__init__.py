@@ -9,25 +9,26 @@ Three homes, arrows pointing down (tests/test_architecture.py):
 - `cases`: `intro` (notebook 00), `case1` (01-03), `case2` (04-06), `own` (07);
 - `cli`: `python -m ddp_lessons COMMAND` (`__main__` runs it).
 
-`place` says where a lesson's ranks run; `launch` and `run` start workers and
-return their values in rank order; `StepTimer` times every step of a worker
-and accounts for the rest of its time; `diagnose(results)` ranks what cost the
-run its time; `compare` puts runs side by side with their spread; `whatif`
-replays a timed run's buckets through a link (a model).
+`launch`/`run` start workers (`gather`: every rank's value on rank 0 of a
+script that owns its process group); `StepTimer` times every step; `Run` reads
+the ranks' results or a record; `diagnose(run)` ranks what cost the run its
+time; `compare` sets runs side by side; `whatif` replays buckets over a link.
 
-    from ddp_lessons import StepTimer, compare, diagnose, launch
-    results = launch(my_workers.train, kwargs={"epochs": 2}, world_size=2)  # each returns timer.result()
-    print(diagnose(results))
+    from ddp_lessons import Run, StepTimer, diagnose, launch
+    run = Run(launch(my_workers.train, kwargs={"epochs": 2}, world_size=2))  # each returns timer.result()
+    print(diagnose(run))
 """
 
 from .tool.diagnosis import Comparison, Diagnosis, Finding, compare, diagnose
 from .tool.launcher import (CudaForkError, LaunchConfigError, LaunchError, NotebookWorkerError, Placement,
-                            Results, WorkerFailed, WorkerTimeout, launch, place, report_progress, run)
+                            Results, WorkerFailed, WorkerTimeout, gather, launch, place, report_progress, run)
 from .tool.predict import whatif
+from .tool.runs import Rank, Record, Run
 from .tool.timing import StepTimer
 
 __version__ = "0.1.0"
 
-__all__ = ["launch", "run", "place", "Placement", "Results", "report_progress", "StepTimer", "diagnose", "whatif",
+__all__ = ["launch", "run", "gather", "Run", "Rank", "Record",
+           "place", "Placement", "Results", "report_progress", "StepTimer", "diagnose", "whatif",
            "Diagnosis", "Finding", "compare", "Comparison", "LaunchError", "LaunchConfigError",
            "NotebookWorkerError", "CudaForkError", "WorkerFailed", "WorkerTimeout"]

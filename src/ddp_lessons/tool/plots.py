@@ -12,7 +12,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from .allreduce import predict_time
-from .timing import timer_result
+from .runs import timer_of
 
 PARTS = [("data", "data wait", "#bbbbbb"), ("forward", "forward", "#4c72b0"),
          ("backward_compute", "backward compute", "#55a868"),
@@ -44,7 +44,7 @@ def step_breakdown(ranks: list, title: str = "", skip: int = 0, unit: float = 1e
     or their timer results; `labels`: a title per panel (default "rank r (device)"). The y axis stops at
     `clip` times the median step, so one slow step (a loader starting, an evaluation) does not flatten
     the rest: a clipped step is marked with its time. Defined in notebook 00_first_launch."""
-    rank_times = [timer_result(r) or r for r in ranks]
+    rank_times = [timer_of(r) or r for r in ranks]
     n = len(rank_times)
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n + 1.6, 3.2), sharey=True, squeeze=False)
     tops = sorted(s["step_time"] * unit for t in rank_times for s in t["steps"][skip:]) or [1.0]
@@ -90,7 +90,7 @@ def timeline(ranks: list, step: int = -1, title: str = "", unit: float = 1e3):
     """One step on a time axis (ms), one row per rank (`ranks` as for `step_breakdown`): phases
     (backward compute among them) on the upper lane, every bucket's all-reduce below, so overlap is
     visible. Defined in notebook 00_first_launch."""
-    rank_times = [timer_result(r) or r for r in ranks]
+    rank_times = [timer_of(r) or r for r in ranks]
     n = len(rank_times)
     fig, ax = plt.subplots(figsize=(9, 1.5 + 0.9 * n))
     colors = {"forward": "#4c72b0", "backward": "#55a868", "optimizer": "#8172b2"}

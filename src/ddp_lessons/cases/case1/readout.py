@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from ...tool.timing import median_step
+from ...tool.runs import Rank
 
 
 def by_run(results: list[list[dict]]) -> list[list[dict]]:
@@ -22,7 +22,7 @@ def per_rank(results: list[dict], skip: int = 2) -> list[dict]:
     rows = []
     for r in results:
         steps = r["timer"]["steps"]
-        m = median_step(r["timer"], skip=skip) if steps else {}
+        m = Rank(r).median_step(skip) if steps else {}
         later = steps[skip:] or steps
         rows.append({"rank": r["rank"], "samples": sum(e["samples"] for e in r["epochs"]),
                      "steps": sum(e["steps"] for e in r["epochs"]),
@@ -46,7 +46,7 @@ def epoch_span(results: list[dict]) -> list[float]:
 def throughput(results: list[dict], skip: int = 2) -> float:
     """Samples per second of the whole job in steady state: the sum over ranks of
     per-rank batch / median step time (leaves out warm-up steps)."""
-    return sum(r["batch_size"] / median_step(r["timer"], skip=skip)["step_time"] for r in results)
+    return sum(r["batch_size"] / Rank(r).median_step(skip)["step_time"] for r in results)
 
 
 def epoch_boundary(results: list[dict]) -> list[dict]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...tool.launcher import launch
 from ...tool.spread import interleave
-from ...tool.timing import median_step
+from ...tool.runs import Rank
 from .options import Options
 from .train import train
 
@@ -29,7 +29,7 @@ def rounds(options: Options, backend: str, n: int = 5, **short) -> dict:
         for name in order:
             world = 1 if name == "1 worker" else 2
             res = launch(train, (o, None, 1), world_size=world, backend=backend, threads=1)
-            out[name].append(max(median_step(r["timer"], skip=2)["step_time"] for r in res))
+            out[name].append(max(Rank(r).median_step(2)["step_time"] for r in res))
             batch[name] = res[0]["batch_size"]
     return {**out, "batch": (batch["1 worker"], batch["2 workers"])}
 

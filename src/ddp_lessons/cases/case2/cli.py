@@ -15,7 +15,7 @@ import argparse
 import dataclasses
 
 from ...tool import commands
-from ...tool.timing import median_step
+from ...tool.runs import Rank
 from .lightning import fit_here, fit_worker
 from .options import Options
 from . import nvml, plain
@@ -62,7 +62,7 @@ def _print(args, res):
         return
     for name, ranks in res.items():
         for r in ranks:
-            m = median_step(r["timer"], skip=3)
+            m = Rank(r).median_step(3)
             print(f"{name} rank {r['rank']}/{r['world_size']}: wall {r['wall']:.2f} s, "
                   f"step {m['step_time'] * 1e3:.3f} ms (median), {r['optimizer_steps']} optimizer steps")
 

@@ -14,7 +14,8 @@ import torch
 
 from ...tool import runtime
 from ...tool.ddp import wrap_ddp
-from ...tool.timing import StepTimer, median_step
+from ...tool.runs import Rank
+from ...tool.timing import StepTimer
 from .model import loss_fn, make_dataset, mlp, param_count
 from .options import Options
 
@@ -71,7 +72,7 @@ def compute_sweep(opts: Options, widths, accelerator: str | None = None, steps=3
     Defined in notebook 06_case2_breakeven."""
     rows = []
     for w in widths:
-        m = median_step(fit(opts.replace(width=w), accelerator, steps)["timer"], skip=5)
+        m = Rank(fit(opts.replace(width=w), accelerator, steps)).median_step(5)
         rows.append({"width": w, "depth": opts.depth, "batch": opts.batch_size, "params": param_count(w, opts.depth),
                      "compute": m["forward"] + m["backward_compute"] + m["optimizer"], "step_time": m["step_time"]})
     return rows

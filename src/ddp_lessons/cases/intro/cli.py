@@ -8,7 +8,7 @@ import json
 
 from ...tool import allreduce, commands, records
 from ...tool.launcher import launch, visible_gpus
-from ...tool.timing import median_step
+from ...tool.runs import Rank
 from . import workers
 
 
@@ -68,7 +68,7 @@ def train_mlp_command(p):
         if out is None:
             return
         for r in out:
-            m = median_step(r) if r["steps"] else {}
+            m = Rank(r).median_step() if r["steps"] else {}
             print(f"rank {r['rank']}: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in m.items()
                                                    if k in ("step_time", "allreduce", "exposed")))
         commands.save_record(args, "train-mlp", vars(args) | {"record": None}, out)

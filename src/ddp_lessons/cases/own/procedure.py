@@ -11,8 +11,8 @@ from ...tool.diagnosis import causes as C
 
 
 def _finding(found, cause) -> str:
-    f = next((f for f in found.findings if f.cause == cause), None)
-    return f"{f.seconds:.2f} s, {f.share:.0%} of the wall" if f else "not among the findings (under 3% of the wall)"
+    f = found.startup if cause == C.STARTUP else found.finding(cause)
+    return f"{f.seconds:.2f} s, {f.share:.0%} of the wall" if f else "not among the findings (under 3% of the window)"
 
 
 def walk(raw: list, times: dict, found, one: str, two: str, round_: int = 1) -> list[str]:

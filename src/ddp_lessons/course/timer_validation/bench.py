@@ -23,7 +23,8 @@ from ...tool import runtime
 from ..toy import mlp
 from ...tool.ddp import sync, wrap_ddp
 from ...tool.hooks import allreduce_hook
-from ...tool.timing import StepTimer, median_step
+from ...tool.runs import Rank
+from ...tool.timing import StepTimer
 
 D_IN = 10  # case 2's MLP: 10 -> 256 -> 256 -> 256 -> 1
 
@@ -98,7 +99,7 @@ def run_mode(mode, cfg, data, groups) -> dict:
         t1 = time.perf_counter()
         res = timer.result()
         out["result_s"] = time.perf_counter() - t1
-        med = median_step(res, skip=cfg["warmup"])
+        med = Rank(res).median_step(cfg["warmup"])
         out.update(comm_source=res["comm_source"], median={k: med[k] for k in KEEP if k in med},
                    flight_recorder=res.get("flight_recorder"))
     return out

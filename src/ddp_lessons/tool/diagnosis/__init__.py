@@ -1,11 +1,10 @@
 """Reading runs timed with `StepTimer`: what cost the time, and runs side by side.
 
-inputs (what a run is: per-rank timer results, or a record) ; causes (the
-fixed vocabulary, with what to change and how to check) ; rules (each
-cause's measure and threshold) ; report (the `Diagnosis` and `Finding` it
-prints) ; ranking (`diagnose(results)`) ; side_by_side (`compare(runs)`:
-per-phase medians, throughput and scaling with the spread of repeats, and
-a verdict per run).
+measures (one rank's totals) ; waits (each wait charged to what made the late rank late) ; setting
+(world size, core budget, clock: what advice depends on) ; findings (each cause decided, with its
+thresholds) ; advice (what to change, written for the run) ; causes (the fixed vocabulary) ; report
+(`Diagnosis`, `Finding`) ; ranking (`diagnose(run)`) ; side_by_side (`compare(runs)`: per-phase
+medians, throughput, speed-up and efficiency with the spread of repeats).
 """
 
 from .causes import CAUSES

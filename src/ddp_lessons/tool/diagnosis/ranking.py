@@ -1,155 +1,197 @@
-"""`diagnose(results)`: where a DDP run's time went, ranked by what it cost.
+"""`diagnose(run)`: where a DDP run's time went, ranked by what it cost.
 
-Reads the timer results of one run (`diagnosis.inputs` says which shapes),
-measures each rank (`diagnosis.rules`, with the thresholds and why), and
-returns a `Diagnosis`: findings ranked by seconds lost, each with its cause
-from the fixed vocabulary `CAUSES` (`diagnosis.causes`), its seconds and share
-of the wall time, the per-rank numbers that show it, what to change and how
-to check the change; and what it cannot decide, as `undecided` lines.
+Reads a `Run` (or what `Run` takes), measures each rank (`diagnosis.measures`), charges each wait to
+what made the late rank late (`diagnosis.waits`), decides each cause from the run's setting
+(`diagnosis.findings`, `diagnosis.setting`) and returns a `Diagnosis`: the loop's findings ranked by
+seconds, start-up apart, what was checked and found as it should be, notes and what stays undecided.
 """
 
 from __future__ import annotations
 
-from . import rules
-from .causes import CAUSES
-from .inputs import rank_results
-from .report import Diagnosis, Finding
+from ..runs import Run
+from . import findings as F
+from .measures import WARMUP_STEPS, measures
+from .report import Diagnosis
+from .setting import setting_of
+from .waits import attribute
+
+SCORED = ("data", "forward", "backward_compute", "optimizer")  # compute phases: no waits in them
 
 
-SCORED = ("data", "forward", "backward_compute", "optimizer", "step_time")
+def diagnose(run, epochs: float | None = None, iterations: int | None = None, link=None) -> Diagnosis:
+    """Diagnose one run: a `Run`, what `launch`/`run`/`gather` returned from workers that used
+    `StepTimer`, a saved record's name (`Run.load`). Defined in notebook 01_case1_broken.
 
-
-def diagnose(results, epochs: float | None = None) -> Diagnosis:
-    """Diagnose one run: what `launch`/`run` returned from workers that used
-    `StepTimer` (each rank's value the timer's result or a dict holding it
-    under "timer"), a saved record, or a record's name. Defined in notebook 01_case1_broken.
-
-    Wall time per rank is the run's start to `result()`: the timer's window plus the start-up
-    before it (from the process's start, or from the timer's `run_start` where several runs share
-    a process; none where it is None). Seconds are summed over every step (warm-up included: it
-    is time the run spent).
-
-    `epochs`: the run length to rank the causes at, in passes over the loader (`timer.data`): the
-    recurring costs are scaled from the measured passes (`result()["data_passes"]`) to `epochs`,
-    start-up (once per launch) is not, and the findings are ranked at that length."""
-    ranks = rank_results(results)
-    world = max(int(r.get("world_size") or len(ranks)) for r in ranks)
-    ms = [rules.measures(r) for r in ranks]
-    rules.charge_peer_waits(ranks, ms)   # each second of a rank's wall in at most one finding
-    notes, factor = [], 1.0
-    if epochs is not None:
-        factor, line = _projection(ranks, epochs)
+    Seconds are summed over every step (warm-up included: it is time the run spent). `epochs` (passes
+    over the loader, `timer.data`) or `iterations` (optimizer steps): the run length to rank the causes
+    at; recurring costs are scaled from the measured length, start-up is not. `link`: an all-reduce
+    fit (`allreduce.fit_latency_bandwidth`) whose latency prices each call."""
+    run = run if isinstance(run, Run) else Run(run)
+    world = run.world_size
+    ms = [measures(r) for r in run]
+    att = attribute(run.ranks)
+    setting = setting_of(run, link)
+    notes = []
+    if epochs is not None or iterations is not None:
+        factor, line = _projection(run, ms, epochs, iterations)
         notes.append(line)
-        for m in ms:
-            _scale(m, factor)
-    found = [Finding(cause, what, secs, share, per, detail, CAUSES[cause][1], CAUSES[cause][2])
-             for cause, what, secs, share, per, detail in rules.all_findings(ms, world)]
-    notes += _shared_cores(ms)
-    first = ranks[0]
-    setup = f" ({first.get('backend') or 'no group'}, {first.get('device', '?')})"
+        for m, a in zip(ms, att["ranks"], strict=True):
+            _scale(m, a, factor)
+    found = F.outside(ms, att, world)
+    if world > 1:
+        found += F.waiting(ms, att, setting) + F.transfer(ms, run) + [F.accumulation(ms)]
+    suspects = [F.small_buckets(ms, run, setting)] if world > 1 else []
+    host, host_undecided = F.host_bound(ms, run)
+    found += [F.data(ms, att, setting, run), F.untimed(ms, att), host]
+    ranked = sorted((f for f in found if f is not None), key=lambda f: -f.seconds)
+    ranked += [f for f in suspects if f is not None]
     summary = [{"rank": m["rank"], "wall": m["wall"], "n_steps": m["steps"],
-                "steps": r["account"]["steps"] if m["account"] else m["wall"],
+                "steps": r.account["steps"] if m["account"] else m["wall"],
                 "outside": sum(m["outside"].values()), "outside_work": dict(m["outside"]),
-                "unattributed": r["account"]["unattributed"] if m["account"] else None}
-               for m, r in zip(ms, ranks, strict=True)]
-    return Diagnosis(found, undecided(ranks, ms, world), summary, world, setup, notes, scores(ranks))
+                "unattributed": r.account["unattributed"] if m["account"] else None}
+               for m, r in zip(ms, run, strict=True)]
+    notes += _notes(run, ms, att, setting)
+    undecided = _undecided(run, ms, world) + ([host_undecided] if host_undecided else [])
+    first = run[0]
+    where = f" ({first.backend or 'no group'}, {first.device})"
+    return Diagnosis(ranked, undecided, summary, world, where, notes, scores(run), F.startup(ms),
+                     _confirmations(run, ms, att, world))
 
 
-def _projection(ranks, epochs) -> tuple[float, str]:
-    done = {r.get("data_passes") for r in ranks}
-    if len(done) != 1 or not next(iter(done)):
-        raise ValueError(f"diagnose(epochs={epochs!r}) scales from the measured passes over the loader, but the "
-                         "result has none (a timer older than data_passes, or steps not fed by timer.data): "
-                         "diagnose without epochs=")
-    if not (isinstance(epochs, (int, float)) and epochs > 0):
-        raise ValueError(f"epochs={epochs!r}: give the run length to project to, a positive number of epochs")
-    n = next(iter(done))
-    return epochs / n, (f"projected to {epochs:g} epochs from the {n} measured: recurring costs x{epochs / n:.3g}, "
-                        "start-up once (it is paid once per launch)")
+def _projection(run, ms, epochs, iterations) -> tuple[float, str]:
+    if epochs is not None and iterations is not None:
+        raise ValueError("give epochs= or iterations=, not both")
+    if epochs is not None:
+        done = {r.timer.get("data_passes") for r in run}
+        if len(done) != 1 or not next(iter(done)):
+            raise ValueError(f"diagnose(epochs={epochs!r}) scales from the measured passes over the loader, but the "
+                             "result has none (steps not fed by timer.data): give iterations= (optimizer steps) "
+                             "instead")
+        n, unit, want = next(iter(done)), "epochs", epochs
+    else:
+        n, unit, want = max(m["optimizer_steps"] or m["steps"] for m in ms), "optimizer steps", iterations
+    if not (isinstance(want, (int, float)) and want > 0):
+        raise ValueError(f"{unit}={want!r}: give the run length to project to, a positive number")
+    return want / n, (f"projected to {want:g} {unit} from the {n} measured: recurring costs x{want / n:.3g}, "
+                      "start-up once (it is paid once per launch)")
 
 
-def _scale(m, factor) -> None:
-    """A rank's measures at `factor` times the measured run length; start-up stays as it is."""
-    keys = ("wait", "exposed", "data", "data_host", "transfer", "accumulation", "last_bucket", "host", "after")
-    once = {"data": m.get("data_launch") or 0.0}   # the loader's start in the first step: once per launch
-    for k in keys:
+def _scale(m, a, factor) -> None:
+    """A rank's measures and waits at `factor` times the measured length; start-up stays as it is."""
+    once = m.get("data_launch") or 0.0   # the loader's start in the first step: once per launch
+    for k in ("wait", "exposed", "data", "data_host", "transfer", "accumulation", "untimed", "after", "compute"):
         if m.get(k) is not None:
-            m[k] = once.get(k, 0.0) + (m[k] - once.get(k, 0.0)) * factor
+            m[k] = (once if k == "data" else 0.0) + (m[k] - (once if k == "data" else 0.0)) * factor
+    if m.get("buckets"):
+        m["buckets"]["last_seconds"] *= factor
+    m["steps"] = round(m["steps"] * factor)
     m["outside"] = {k: v * factor for k, v in m["outside"].items()}
-    m["induced"] = {k: v * factor for k, v in m.get("induced", {}).items()}
-    start = (m["startup"] or 0.0) + once["data"]   # paid once per launch, as the start-up
+    a["charged"] = {k: v * factor for k, v in a["charged"].items()}
+    a["imbalance"] *= factor
+    a["jitter"] *= factor
+    start = (m["startup"] or 0.0) + once
     m["wall"] = start + (m["wall"] - start) * factor
+    m["window"] *= factor
 
 
-def _shared_cores(ms) -> list[str]:
-    hosts = {}
-    for m in ms:
-        if m["hostname"] and m["threads"] and m["cores"]:
-            hosts.setdefault(m["hostname"], []).append(m)
-    out = []
-    for host, on in hosts.items():
-        threads, cores = sum(m["threads"] for m in on), on[0]["cores"]
-        if len(on) > 1 and threads > cores:
-            out.append(f"{len(on)} ranks run {threads} threads on {cores} cores of {host}: they share cores, so "
-                       "a rank's wait is partly time its peers took from it, and evening their work may save "
-                       "less than the wait")
+def _notes(run, ms, att, setting) -> list[str]:
+    out = [f"phase times from the {'host clock' if setting.clock == 'host' else 'GPU (CUDA events between marks)'}"]
+    for h in setting.hosts:
+        if h.shared:
+            jit = max(a["jitter"] for a in att["ranks"])
+            gloo = f" (+ gloo's {h.gloo_threads // h.ranks} each)" if h.gloo_threads else ""
+            out.append(f"ranks share cores: {h.ranks} ranks x {h.threads // h.ranks} torch thread(s){gloo} on "
+                       f"{h.cores} cores of {h.name}: communication that overlaps compute, loader workers and "
+                       f"peers take cycles from a rank's compute; {jit:.3g} s of a rank's waits are step-to-step "
+                       "jitter from it (the late rank changes), not uneven work")
+    for r in run[:1]:
+        model = r.model
+        if model.get("find_unused_parameters") and model.get("unused_parameter_bytes") == 0:
+            out.append("find_unused_parameters=True, but no parameter went unused: DDP walks the autograd graph and "
+                       "all-reduces a map of used parameters every step for nothing; set it to False (what that "
+                       "saves: `python -m ddp_lessons doctor --confirm`)")
+        syncs = _host_syncs(r)
+        if syncs:
+            out.append(f"a host sync every step in phase {syncs!r}: the host waited on the GPU there (loss.item(), "
+                       ".cpu(), a printed tensor); log every N steps")
+    if run.world_size == 1 and max(m["exposed"] for m in ms) >= F.MIN_SHARE * max(m["window"] for m in ms):
+        out.append(f"DDP's own per-step overhead at world size 1 (nothing is sent): "
+                   f"{max(m['exposed'] for m in ms):.3g} s after the backward; a plain model, or a run on several "
+                   "ranks, does without it")
     return out
 
 
-def scores(ranks) -> dict:
-    """Per phase, each rank's median per step relative to the fastest rank's (1.0: the fastest;
-    0.67: this rank takes 1.5x as long), as in straggler detection; phases no rank spends time in
-    are left out."""
-    if len(ranks) < 2:
+def _host_syncs(r) -> str | None:
+    """A phase whose host span exceeds its device span by 20% of the step in most steps (GPU, host spans known)."""
+    steps = [s for s in r.steps()[WARMUP_STEPS:] if s.get("host")]
+    if len(steps) < 5:
+        return None
+    for name in steps[0]["host"]:
+        over = [s["host"][name] - s.get(name, 0.0) >= 0.2 * s["step_time"] for s in steps if name in s["host"]]
+        if over and sum(over) >= 0.8 * len(over):
+            return name
+    return None
+
+
+def _confirmations(run, ms, att, world) -> list[str]:
+    out = []
+    if world == 1:
+        out.append("world size 1: nothing is communicated, so there is no all-reduce or waiting to find")
+    for m in ms[:1]:
+        if m["micro_quiet"] and not m["micro_synced"] and m["optimizer_steps"]:
+            k = (m["micro_quiet"] + m["optimizer_steps"]) / m["optimizer_steps"]
+            out.append(f"accumulation: {k:.3g} micro-steps per optimizer step, all-reduced once per optimizer step, "
+                       "as it should")
+    if world > 1 and all(m["has_wait"] for m in ms):
+        waited = max(a["imbalance"] + a["jitter"] + sum(a["charged"].values()) for a in att["ranks"])
+        if waited < F.MIN_SHARE * min(m["window"] for m in ms):
+            out.append(f"the ranks kept pace: at most {waited:.3g} s of waiting on a rank")
+    model = run[0].model
+    if model.get("find_unused_parameters") and (model.get("unused_parameter_bytes") or 0) > 0:
+        out.append(f"find_unused_parameters=True is needed: {model['unused_parameter_bytes'] / 2**20:.3g} MiB of "
+                   "parameters got no gradient")
+    return out
+
+
+def scores(run) -> dict:
+    """Per compute phase, each rank's median per step relative to the fastest rank's (1.0: the fastest;
+    0.67: this rank takes 1.5x as long); phases no rank spends time in are left out."""
+    if len(run) < 2:
         return {}
     out = {}
     for key in SCORED:
         meds = []
-        for r in ranks:
-            v = sorted(s.get(key) or 0.0 for s in r["steps"][rules.WARMUP_STEPS:] or r["steps"])
+        for r in run:
+            v = sorted(s.get(key) or 0.0 for s in r.steps(WARMUP_STEPS) or r.steps())
             meds.append(v[len(v) // 2] if v else 0.0)
         if min(meds) > 0:
             out[key] = [min(meds) / x for x in meds]
     return out
 
 
-def undecided(ranks, ms, world) -> list[str]:
+def _undecided(run, ms, world) -> list[str]:
     """What the numbers cannot decide, each as one line saying what would."""
     out = []
     if not all(m["account"] for m in ms):
-        out.append("work outside the steps, host work and start-up: the result has no account (a timer "
+        out.append("work outside the steps, untimed host work and start-up: the result has no account (a timer "
                    "older than the account); measure again with this StepTimer")
-    if len(ranks) < world:
-        out.append(f"ranks waiting for a slower rank: only {len(ranks)} of {world} ranks' results given")
-    comm = world > 1 and all(r.get("comm_source", "none") != "none" for r in ranks)
-    timed = [r for r in ranks if r.get("comm_source", "none") != "none"]
-    if world > 1 and not comm:
+    if len(run) < world:
+        out.append(f"waiting for a slower rank: only {len(run)} of {world} ranks' results given")
+    comm = [r for r in run if r.timer.get("comm_source", "none") != "none"]
+    if world > 1 and len(comm) < len(run):
         out.append("exposed all-reduce vs waiting: the all-reduce was not timed (give StepTimer the DDP model)")
-    elif timed and not all(m["has_exposed"] for m in ms):
-        out.append(f"exposed all-reduce{' and waiting for a slower rank' if world > 1 else ''}: not measured; "
-                   f"the timer read {timed[0].get('comm_source')} only (mode 'light' with ddp_logging=False, or a "
-                   "run too short for DDP's timings): leave ddp_logging at None (DDP's timings on a sample of "
-                   "steps) or use mode 'full'")
+    elif world > 1 and not all(m["has_exposed"] for m in ms):
+        out.append(f"exposed all-reduce and waiting: not measured; the timer read {comm[0].timer.get('comm_source')} "
+                   "only (mode 'light' with ddp_logging=False): leave ddp_logging at None or use mode 'full'")
     elif world > 1 and not all(m["has_wait"] for m in ms):
-        out.append("waiting for a slower rank vs exposed all-reduce: no common clock (the timer was created "
-                   "before the process group, or on one rank only); `exposed` includes any wait")
-    else:
-        err = max((r.get("clock") or {}).get("error", 0.0) * m["steps"] for r, m in zip(ranks, ms, strict=True))
-        top = max((m["wait"] for m in ms), default=0.0)
-        if world > 1 and top > 0 and err > rules.CLOCK_TRUST * top:
-            out.append(f"waiting for a slower rank: the clock's error over the steps ({err:.3g} s) is over "
-                       f"{rules.CLOCK_TRUST:.0%} of the largest wait ({top:.3g} s)")
+        out.append("waiting for a slower rank vs exposed all-reduce: no common clock (the timer was created before "
+                   "the process group, or the ranks ran on several hosts); `exposed` includes any wait")
     after = max(((m["after"] / m["wall"]) if m["wall"] else 0.0) for m in ms)
-    if after >= rules.MIN_SHARE:
-        out.append(f"{after:.0%} of a rank's wall after its last step is not in timer.outside(): wrap that "
-                   "work (final evaluation, saving) in timer.outside(name) to have it named")
-    gpu = [m["step_time"] for r, m in zip(ranks, ms, strict=True) if str(r.get("device", "")).startswith("cuda")]
-    if gpu and min(gpu) < rules.SHORT_GPU_STEP:
-        out.append(f"host-bound (kernel launches) GPU steps: the median step is {min(gpu) * 1e3:.3g} ms; CUDA "
-                   "event marks cannot tell an idle GPU from a busy one: profile a few steps "
-                   "(torch.profiler) or time the step as one CUDA graph")
-    dropped = max(((r.get("flight_recorder") or {}).get("steps_dropped") or 0) for r in ranks)
+    if after >= F.MIN_SHARE:
+        out.append(f"{after:.0%} of a rank's wall after its last step is not in timer.outside(): wrap that work "
+                   "(final evaluation, saving) in timer.outside(name) to have it named")
+    dropped = max(((r.timer.get("flight_recorder") or {}).get("steps_dropped") or 0) for r in run)
     if dropped:
-        out.append(f"all-reduce calls and bytes of the first {dropped} steps: the flight recorder's ring "
-                   "(TORCH_FR_BUFFER_SIZE entries) no longer held them; a larger ring keeps more")
+        out.append(f"all-reduce calls and bytes of the first {dropped} steps: the flight recorder's ring no longer "
+                   "held them; a larger ring (TORCH_FR_BUFFER_SIZE) keeps more")
     return out

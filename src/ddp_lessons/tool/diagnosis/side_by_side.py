@@ -1,10 +1,11 @@
 """`compare(runs, baseline=...)`: two or more runs side by side, each with the
 spread of its repeats, and verdicts that say when a difference is inside it.
 
-A run is given as its repeats: a list of what `launch`/`run` returned, one entry per repeat (or one
-such value: one repeat; `diagnosis.inputs`). `_repeat` makes one repeat's numbers (step time, phases,
-throughput), `Comparison` holds the rows and prints them, and `_verdict` decides each run's throughput
-against the baseline's. Fewer than `spread.MIN_ROUNDS` repeats resolve nothing.
+A run is given as its repeats: a list of `Run`s (or of what `launch`/`run` returned), one per repeat,
+or one run (one repeat). `_repeat` makes one repeat's numbers (time per optimizer step, phases,
+throughput), `Comparison` holds the rows and prints them with the speed-up and the efficiency against
+the baseline, and `_verdict` decides each run's throughput against the baseline's. Fewer than
+`spread.MIN_ROUNDS` repeats resolve nothing.
 """
 
 from __future__ import annotations
@@ -13,50 +14,59 @@ import statistics
 from dataclasses import dataclass
 
 from .. import spread, verdict
-from ..timing.reading import median_step
-from .inputs import repeats as as_repeats
+from ..runs import Run
 
 PHASE_KEYS = ("data", "forward", "backward_compute", "exposed", "wait", "optimizer", "allreduce")
 
 
-def _repeat(ranks, skip) -> dict:
-    meds = [median_step(r, skip) for r in ranks]
-    # the slowest rank's median step time (warm-up steps left out): the slowest rank paces every all-reduce
-    step = max(m.get("step_time", 0.0) for m in meds)
-    keys = dict.fromkeys(k for m in meds for k in m if k in PHASE_KEYS or k in _custom(ranks))
+def as_repeats(run) -> list[Run]:
+    """A run given as repeats (a list of runs) or as one run: a list of `Run`s."""
+    if isinstance(run, (list, tuple)) and run and isinstance(run[0], (list, tuple, Run)):
+        return [r if isinstance(r, Run) else Run(r) for r in run]
+    return [run if isinstance(run, Run) else Run(run)]
+
+
+def _repeat(run: Run, skip) -> dict:
+    meds = [r.median_step(skip) for r in run]
+    # the slowest rank's median time per optimizer step (its micro-steps together; warm-up left out):
+    # the slowest rank paces every all-reduce
+    iters = [statistics.median(it) for r in run if (it := r.iterations(skip) or r.iterations(0))]
+    step = max(iters) if iters else 0.0
+    keys = dict.fromkeys(k for m in meds for k in m if k in PHASE_KEYS or k in _custom(run))
     phases = {k: statistics.median(m.get(k, 0.0) for m in meds) for k in keys}  # median over ranks of medians
-    world = max(int(r.get("world_size") or len(ranks)) for r in ranks)
-    batch = ranks[0].get("batch_size")  # per rank, as given to StepTimer; samples_per_s: steps only
+    world, batch = run.world_size, run[0].batch_size  # per rank and micro-step, as given to StepTimer
+    steps = [len(r.steps()) for r in run]
+    per_iter = max(1.0, statistics.median(steps) / max(1, statistics.median(len(r.iterations(0)) for r in run)))
     out = {"world_size": world, "batch_size": batch, "step": step, "phases": phases,
-           "samples_per_s": world * batch / step if batch and step else None, "samples_per_s_wall": None}
-    accs = [r.get("account") for r in ranks]
+           "samples_per_s": world * batch * per_iter / step if batch and step else None, "samples_per_s_wall": None}
+    accs = [r.account for r in run]
     # from the first step to result() (the slowest rank's; work outside the steps, such as evaluation, included)
     if batch and all(accs):
         span = max(a["wall"] - a["before_first_step"] for a in accs)
-        n = statistics.median(len(r["steps"]) for r in ranks)
-        out["samples_per_s_wall"] = world * batch * n / span if span > 0 else None
+        out["samples_per_s_wall"] = world * batch * statistics.median(steps) / span if span > 0 else None
     return out
 
 
-def _custom(ranks):
-    named = {k for r in ranks for s in r["steps"][:1] for k in s.get("phases", {})}
+def _custom(run):
+    named = {k for r in run for s in r.steps()[:1] for k in s.get("phases", {})}
     return named - {"forward", "backward", "optimizer"}
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """`rows[name]`: repeats, world size, batch size, and for `step`,
-    `samples_per_s`, `samples_per_s_wall` and each phase a `spread.summary`
-    of the repeats; `scaling` against the baseline. `verdicts[name]`: the
-    run's throughput against the baseline's (a `Verdict`)."""
+    """`rows[name]`: repeats, world size, batch size, and for `step` (time per optimizer step),
+    `samples_per_s`, `samples_per_s_wall` and each phase a `spread.summary` of the repeats;
+    `speedup` (median throughput over the baseline's) and `efficiency` (the speed-up per rank added:
+    speedup x baseline ranks / ranks; with the same setup on 1 rank as the baseline, the scaling
+    efficiency). `verdicts[name]`: the run's throughput against the baseline's (a `Verdict`)."""
     rows: dict
     baseline: str
     verdicts: dict
     metric: str
 
     def __str__(self) -> str:
-        head = ["run", "ranks", "repeats", "step: median (min..max)", "samples/s: median (min..max)", "scaling",
-                f"throughput vs {self.baseline}"]
+        head = ["run", "ranks", "repeats", "per optimizer step: median (min..max)", "samples/s: median (min..max)",
+                "speed-up", "efficiency", f"throughput vs {self.baseline}"]
         rows = [head]
         for name, r in self.rows.items():
             st, tp = r["step"], r[self.metric]
@@ -64,15 +74,17 @@ class Comparison:
                          f"{_time(st['median'])} ({_time(st['min'])}..{_time(st['max'])})",
                          f"{_num(tp['median'])} ({_num(tp['min'])}..{_num(tp['max'])})" if tp
                          else "n/a (no batch_size)",
-                         _num(r["scaling"], ".2f") if r.get("scaling") is not None else "-",
+                         _num(r["speedup"], ".2f") if r.get("speedup") is not None else "-",
+                         f"{r['efficiency']:.0%}" if r.get("efficiency") is not None else "-",
                          _outcome(self.verdicts.get(name), min(r["repeats"], self.rows[self.baseline]["repeats"]))])
         # every column as wide as its widest cell, two spaces apart: readable at any magnitude
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                            for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
-        lines.append(f"samples/s: {self.metric}; scaling: median over the baseline {self.baseline!r}; "
-                     "throughput: higher or lower across every repeat, else inside the spread (`verdicts[name]` "
-                     "holds each decision with its numbers)")
+        lines.append(f"samples/s: {self.metric}; speed-up: median throughput over the baseline {self.baseline!r}'s; "
+                     "efficiency: speed-up x baseline ranks / ranks (the scaling efficiency where the baseline is the "
+                     "same setup on 1 rank); throughput: higher or lower across every repeat, else inside the spread "
+                     "(`verdicts[name]` holds each decision with its numbers)")
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):
@@ -135,9 +147,10 @@ def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "sam
                          + " (drop the unmatched repeats, or compare unpaired)")
     base = rows[baseline]
     verdicts = {}
-    for n, row in rows.items():  # scaling: a run's median throughput over the baseline's
+    for n, row in rows.items():  # speed-up: a run's median throughput over the baseline's
         if row[metric] and base[metric]:
-            row["scaling"] = row[metric]["median"] / base[metric]["median"] if n != baseline else 1.0
+            row["speedup"] = row[metric]["median"] / base[metric]["median"] if n != baseline else 1.0
+            row["efficiency"] = row["speedup"] * base["world_size"] / row["world_size"]
         if n != baseline:
             verdicts[n] = _verdict(n, row["values"], baseline, base["values"], paired)
     return Comparison(rows, baseline, verdicts, metric)

@@ -15,7 +15,7 @@ from .errors import CudaForkError, LaunchConfigError, LaunchError, NotebookWorke
 from .parent import launch
 from .placement import Placement, place
 from .results import Results
-from .torchrun import run
+from .torchrun import gather, run
 
-__all__ = ["launch", "run", "Results", "place", "Placement", "report_progress", "visible_gpus", "LaunchError",
+__all__ = ["launch", "run", "gather", "Results", "place", "Placement", "report_progress", "visible_gpus", "LaunchError",
            "LaunchConfigError", "NotebookWorkerError", "CudaForkError", "WorkerFailed", "WorkerTimeout"]

@@ -1,6 +1,7 @@
-"""`run(fn, ...)`: one call that works started plainly and under torchrun.
+"""`run(fn, ...)`: one call that works started plainly and under torchrun; `gather(value)`: every
+rank's value on rank 0, for a script that owns its process group (torchrun, nanoGPT's style).
 
-Started plainly, it is `launch`; started by torchrun, this process is one
+Started plainly, `run` is `launch`; started by torchrun, this process is one
 rank: it joins torchrun's group, runs the worker and gathers every rank's
 result on rank 0. Defined in notebook 01_case1_broken.
 """
@@ -33,9 +34,23 @@ def run(fn, args=(), kwargs=None, world_size: int = 2, backend: str | None = Non
                       stacklevel=2)
     runtime.init_from_env(backend)
     try:
-        result = fn(*args, **(kwargs or {}))
-        gathered = [None] * dist.get_world_size() if runtime.is_main() else None
-        dist.gather_object(result, gathered, dst=0)
-        return Results(gathered) if gathered is not None else None
+        return gather(fn(*args, **(kwargs or {})))
     finally:
         dist.destroy_process_group()
+
+
+def gather(value, group=None):
+    """Every rank's `value` (e.g. `timer.result()`) on rank 0 of `group`, in rank order, as `Results`;
+    None on the other ranks. A collective: every rank calls it, before the script destroys its
+    process group. Without a process group (one process): `Results([value])`.
+
+        result = timer.result()
+        ranks = ddp_lessons.gather(result)
+        if ranks is not None:
+            print(ddp_lessons.diagnose(ranks))"""
+    if not (dist.is_available() and dist.is_initialized()):
+        return Results([value])
+    main = dist.get_rank(group) == 0
+    out = [None] * dist.get_world_size(group) if main else None
+    dist.gather_object(value, out, dst=dist.get_global_rank(group, 0) if group is not None else 0, group=group)
+    return Results(out) if main else None

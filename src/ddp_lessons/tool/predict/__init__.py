@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .links import LINKS, Link, from_fit, resolve
 from .replay import Prediction, Step, replay_step
-from ..timing import timer_result
+from ..runs import timer_of
 from .report import table_text
 
 __all__ = ["whatif", "whatif_table", "Link", "LINKS", "from_fit", "Prediction", "Step", "replay_step",
@@ -42,7 +42,7 @@ def _ranks(run) -> tuple[str, list, dict]:
 
 
 def _timer(rank: dict) -> dict:
-    return timer_result(rank) or rank
+    return timer_of(rank) or rank
 
 
 def _steps(timer: dict, warmup: int, what: str) -> list:

@@ -52,6 +52,7 @@ class EventRing:
         self._prev_ms = 0.0
         self._ms = []                     # ms since time zero, by token
         self._n = 0                       # marks handed out
+        self._host = []                   # the host's perf_counter at each mark, by token
         self.harvests = 0                 # how often the ring was read while marking
 
     def mark(self) -> int:
@@ -64,8 +65,14 @@ class EventRing:
             self._read(len(self._ms) + size // 2)
             self.harvests += 1
         self._record(self._events[n % size])
+        self._host.append(time.perf_counter())
         self._n = n + 1
         return n
+
+    def host_seconds(self, token) -> float:
+        """The host's clock (perf_counter, seconds) when mark `token` was made: how long the host took
+        between two marks, against the device's time between them (`seconds`)."""
+        return self._host[token]
 
     def _read(self, upto: int) -> None:
         """Turn tokens len(self._ms) .. upto-1 into times (their events have completed)."""

@@ -17,6 +17,10 @@ def timed_comm_hook(timer, bucket):
     """
     ready = timer.clock.mark()
     grad_bytes = _nbytes(bucket.buffer())
+    n = len(timer._steps)
+    if n >= 2 and timer._tensor_step in (None, n):  # one step's, after DDP rebuilt its buckets
+        timer._tensor_step = n
+        timer._tensor_rows[bucket.index()] = [p.numel() * p.element_size() for p in bucket.parameters()]
     fut = timer._send(timer.state, bucket)
     sent_bytes, index = _nbytes(bucket.buffer()), bucket.index()
 

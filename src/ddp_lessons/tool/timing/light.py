@@ -168,6 +168,11 @@ class FlightRecorderSource:
         self.clocks["realtime"].append(time.time_ns())
         self.clocks["monotonic"].append(time.monotonic_ns())
 
+    def extend_last(self) -> None:
+        """The last step went on (an optimizer step timed after it closed): move its end to now."""
+        self.clocks["realtime"][-1] = time.time_ns()
+        self.clocks["monotonic"][-1] = time.monotonic_ns()
+
     def _ours(self, entries):
         """All-reduces created while the timer ran, on its group where names match."""
         best = None
@@ -219,3 +224,17 @@ class FlightRecorderSource:
 def _pg_of(e):
     pg = e.get("process_group")
     return pg[0] if isinstance(pg, (list, tuple)) and pg else pg
+
+
+def ddp_logging_times(ddp_model) -> dict:
+    """DDP's own per-iteration timings (seconds), from its private logging data.
+
+    Call `ddp_model._set_ddp_runtime_logging_sample_rate(1)` right after
+    wrapping to sample every step. DDP reports step k at the start of step k+1.
+    Exposed = backward_comm_time - backward_compute_comm_overlap_time.
+    """
+    data = ddp_model._get_ddp_logging_data()
+    ns = {k: data.get(k, 0) / 1e9 for k in ("forward_compute_time", "backward_compute_time",
+                                             "backward_comm_time", "backward_compute_comm_overlap_time")}
+    ns["exposed"] = ns["backward_comm_time"] - ns["backward_compute_comm_overlap_time"]
+    return ns

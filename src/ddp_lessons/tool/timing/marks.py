@@ -9,6 +9,8 @@ phases and `timer.data` waits are part of that outside work and open no step.
 
 from __future__ import annotations
 
+import time
+
 from .comm import _comm_numbers
 
 
@@ -54,6 +56,22 @@ class Outside:
         return False
 
 
+class DataWait:
+    """`with timer.data_wait():` a batch fetched in the middle of a step, added to its data wait."""
+    __slots__ = ("timer", "t0")
+
+    def __init__(self, timer):
+        self.timer = timer
+
+    def __enter__(self):
+        self.timer._open_step(self.timer.clock.mark())
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc):
+        self.timer._cur["data"] += time.perf_counter() - self.t0
+        return False
+
+
 class Off:
     """A context manager that does nothing (a disabled timer; a phase inside `outside`)."""
 
@@ -67,9 +85,10 @@ class Off:
 OFF = Off()
 
 
-def step_numbers(i, s, values, origin):
+def step_numbers(i, s, values, origin, host=None):
     """One step's numbers (seconds since the reference `origin`) from its marks,
-    read from `values` in the order `StepTimer.result` listed them."""
+    read from `values` in the order `StepTimer.result` listed them; `host` (a CUDA clock's
+    `host_seconds`) adds each phase's host-side span, the time the host took to issue it."""
     start, end = next(values), next(values)
     phases = {k: (next(values) - start, next(values) - start) for k in s["phases"]}
     if s["start"] is None and phases:  # opened by phases set directly (Lightning): the wait precedes them
@@ -80,7 +99,10 @@ def step_numbers(i, s, values, origin):
                 "bytes": sent, "grad_bytes": grad}
                for idx, _, _, sent, grad in s["buckets"]]
     out = {"step": i, "t_start": start - origin, "step_time": end - start, "data": s["data"],
-           "phases": phases, "buckets": buckets}
+           "phases": phases, "buckets": buckets, "optimizer_steps": s["opt"], "forwards": s["forwards"],
+           "sync": s["sync"]}
+    if host is not None:
+        out["host"] = {k: host(b) - host(a) for k, (a, b) in s["phases"].items()}
     if phases:
         # the step's start to its first phase on the timer's clock: on a GPU the time the device saw
         # between the wait's first mark and the first phase's (0 when the host ran ahead of the device

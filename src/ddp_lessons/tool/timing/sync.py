@@ -31,9 +31,10 @@ class CommonClock:
     """The timer's reference points (creation and result) and the offsets,
     over the ranks of `group` (None: every rank)."""
 
-    def __init__(self, clock, device, enabled: bool = True, group=None):
+    def __init__(self, clock, device, enabled: bool = True, group=None, collective: bool = True):
         self.clock, self.device, self.group = clock, device, group
-        self.synced = enabled and _grouped(group)
+        # collective=False: no barrier, no gather (the doctor's ranks: waits are worked out afterwards)
+        self.synced = enabled and collective and _grouped(group)
         self.host = socket.gethostname()
         self.t_ref, self.ref = self.point()
         self.method, self.offset = "one rank", 0.0
@@ -75,7 +76,9 @@ class CommonClock:
         - Waiting outside an all-reduce (in a barrier, in evaluation's collectives, at the next step's
           forward broadcast) is not in `wait`: it shows as the step or outside work where it happens."""
         drift = wall - (t_end - self.t_ref)  # event clock against host clock; 0 on the host clock
-        info = {"method": self.method, "offset": self.offset, "drift": drift, "error": abs(drift)}
+        # ref_host: the reference on the host's perf_counter, one clock for every process of a host
+        info = {"method": self.method, "offset": self.offset, "drift": drift, "error": abs(drift),
+                "ref_host": self.t_ref, "host": self.host}
         if not self.synced:
             return info, [None] * len(readies)
         mine = [None if r is None else r + self.offset for r in readies]

@@ -1,0 +1,116 @@
+"""What to change, written for the run at hand: each function reads the run's setting (world size,
+the core budget, the link's cost per call) and what the timer saw (the loader, the buckets and their
+tensors) and returns one plain sentence or two, never two that contradict each other."""
+
+from __future__ import annotations
+
+MIB = 2 ** 20
+DEFAULT_CAP = 25 * MIB    # torch's bucket_cap_mb default
+
+
+def outside(world: int, even: bool, waited: bool) -> tuple[str, bool]:
+    """(change, needs the user's code) for work outside the steps."""
+    if world <= 1:
+        return ("it adds its seconds to the run as it is: do it less often or on fewer samples; on N ranks, "
+                "give each rank its shard of it (DistributedSampler on the test set, all-reduce the metric)"), True
+    if even:
+        return (f"every rank does the whole of it, {world} times over: give each rank its shard (DistributedSampler "
+                "on the test set, all-reduce the metric); checkpoints and logs on rank 0 only, and less often"), True
+    if waited:
+        return ("one rank does it while the others wait for it at their next all-reduce: doing it on one rank is "
+                "what makes them wait; give each rank its shard of it instead (DistributedSampler on the test set, "
+                "all-reduce the metric), or do it less often"), True
+    return "it is uneven across ranks: give every rank the same share of it, or do it less often", True
+
+
+def data(setting, loader: dict | None, gpu: bool) -> str:
+    """The data wait, from the core budget: workers only where cores are spare."""
+    workers = (loader or {}).get("num_workers") or 0
+    spare = setting.spare
+    once = "do the per-sample work once (decode or transform ahead and cache it) or more cheaply"
+    if gpu:
+        once += ", or move the transform to the GPU"
+    if spare is not None and spare <= 0:
+        head = f"no core is spare ({setting.core_line()}): loader workers would take cycles from the ranks"
+        if workers:
+            return f"{head}, and its {workers} worker(s) already do: {once}; fewer workers, not more"
+        return f"{head}, so workers will not help: {once}"
+    room = f" ({spare} spare core(s): {setting.core_line()})" if spare is not None else ""
+    if workers:
+        return (f"the loader already has {workers} worker(s){room}: {once}, or more workers if cores allow; "
+                "persistent_workers=True" + (", pin_memory=True" if gpu else ""))
+    return (f"prepare batches ahead: DataLoader num_workers > 0 within the spare cores{room}, persistent_workers="
+            f"True{', pin_memory=True' if gpu else ''}; or {once}")
+
+
+def small_buckets(cap: int | None, count: float, median_bytes: float, total: float) -> str:
+    at_default = int(total // DEFAULT_CAP) + 2
+    capped = f"bucket_cap_mb={cap / MIB:.3g}" if cap else "a small bucket_cap_mb"
+    return (f"raise the bucket cap: {capped} makes {count:.0f} buckets of {median_bytes / 1024:.3g} KiB, each paying "
+            f"the all-reduce's fixed cost; torch's default (25 MB) would make about {at_default}")
+
+
+def last_bucket(tensors: list | None, last_bytes: int) -> str:
+    """A late last bucket: whether a cap helps depends on the tensor it waits for."""
+    fewer = "send fewer bytes (a bf16/fp16 compression hook where the backend reduces them, as NCCL does)"
+    if not tensors:
+        return (f"{fewer}, or all-reduce less often (accumulation with no_sync); whether a smaller cap helps depends "
+                "on its tensors, which this result does not hold (mode 'full' records them)")
+    big = max(tensors)
+    if big >= 0.5 * last_bytes:
+        return (f"no bucket cap helps: one tensor of {big / MIB:.3g} MiB is most of it and is ready only at the "
+                f"backward's end (a parameter used first in the forward: an input or tied embedding); {fewer}, or "
+                "all-reduce less often (accumulation with no_sync)")
+    cap = max(big, sum(tensors) / 2) / MIB
+    return (f"a bucket_cap_mb below its {last_bytes / MIB:.3g} MiB (about {cap:.2g}) splits it, so its earlier "
+            f"tensors leave during the backward; or {fewer}")
+
+
+def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None) -> str:
+    fewer = ("send fewer bytes (a bf16/fp16 compression hook where the backend reduces them; no unused "
+             "parameters) or all-reduce less often (accumulation with no_sync)")
+    if buckets and buckets["count"] == 1 and grad_bytes and grad_bytes > 2 * MIB:
+        return (f"the whole gradient goes in one bucket (cap {cap / MIB:.3g} MB): a smaller bucket_cap_mb lets "
+                f"buckets leave during the backward; or {fewer}" if cap else f"{fewer}")
+    return fewer
+
+
+def imbalance(slower: int, gap: dict) -> str:
+    phase = max(gap, key=gap.get) if gap else None
+    where = f", most in {phase!r}" if phase and gap[phase] > 0 else ""
+    return (f"rank {slower} computes more per step{where}: give every rank the same work (the same number and "
+            "size of batches: DistributedSampler, drop_last, equal sequence lengths), the same cores and threads")
+
+
+def jitter(shared: bool) -> str:
+    if shared:
+        return ("the ranks share cores: the late rank changes from step to step as they take cycles from each other; "
+                "give each rank its own cores (fewer threads per rank, or fewer ranks than cores)")
+    return ("the late rank changes from step to step: look for variable batch sizes or lengths, garbage "
+            "collection, or clocks and throttling on one device")
+
+
+def host_bound() -> str:
+    return ("give the GPU more work per launch: a larger per-rank batch, torch.compile or CUDA graphs (fewer "
+            "kernel launches), no host sync in the step (loss.item() or print every step: log every N steps)")
+
+
+def untimed() -> str:
+    return ("name it first (timer.phase or timer.outside around it); per-step host work such as loss.item() and "
+            "a print every step is the usual one: log every N steps")
+
+
+def accumulation() -> str:
+    return ("run every micro-step but the last of each optimizer step inside `with ddp_model.no_sync():` (or set "
+            "`ddp_model.require_backward_grad_sync = False` for them): the gradients add up locally and DDP "
+            "all-reduces them once, in the last micro-step's backward")
+
+
+def latency() -> str:
+    return ("give each all-reduce more work to pay for: a larger per-rank batch, accumulation with no_sync, "
+            "fewer larger buckets; or train this model on one process")
+
+
+def startup() -> str:
+    return ("paid once per launch: start once and train longer per launch; import and build before the loop only "
+            "what is needed")

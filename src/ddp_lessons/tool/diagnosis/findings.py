@@ -1,0 +1,221 @@
+"""Each cause's finding, decided from the run's context: whether it fires, its seconds per rank,
+the numbers that show it and what to change (`diagnosis.advice`). The thresholds are the constants
+below; the comment at each says why it has its value.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from . import advice
+from .causes import (ACCUMULATION, CAUSES, DATA, EXPOSED, HOST_BOUND, JITTER, LAST_BUCKET, LATENCY, OUTSIDE,
+                     SMALL_BUCKETS, STARTUP, UNTIMED, WAITING)
+from .report import SUSPECTED, Finding
+
+# A cause is listed when it costs at least 3% of a rank's window (its time from the first step on) on
+# the rank where it costs most: a rerun of the same run varies by a few % on a quiet machine, so a
+# smaller cost could not be checked by measuring again after the change. The window, not the wall:
+# start-up (reported apart) would otherwise hide a cause of a short run.
+MIN_SHARE = 0.03
+# Outside work is "on every rank" when the largest rank's seconds are at most 1.5x the smallest's.
+EVEN = 1.5
+# 1 MiB per all-reduce call: below it a call's time is mostly its fixed cost (gloo on 2 CPU cores:
+# 1 MB ~1.1 ms, 10 MB ~8 ms, so ~0.3 ms is fixed). Latency-bound: such calls AND compute per step
+# below the all-reduce's time. Many small buckets: at least 6 per step, of at most 1 MiB each.
+SMALL_MESSAGE = 1 << 20
+MANY_BUCKETS = 6
+# The last bucket is named when its own exposed time is at least half of the exposed transfer.
+LAST_BUCKET_SHARE = 0.5
+# A GPU busy under half of its traced steps is waiting for the host; where only the timer's host and
+# device spans are known, a host that took 90% of the device's time to issue the work suspects it.
+BUSY_HOST_BOUND = 0.5
+HOST_PACED = 0.9
+
+
+def _fmt(per) -> str:
+    return ", ".join("-" if x is None else f"{x:.3g}" for x in per)
+
+
+def make(cause, what, per, ms, detail, change, status="measured", needs_code=False, floor=True):
+    """A Finding at the rank where `per` is largest; None under MIN_SHARE of that rank's window."""
+    vals = [x or 0.0 for x in per]
+    i = max(range(len(ms)), key=vals.__getitem__)
+    m, secs = ms[i], vals[i]
+    window_share = secs / m["window"] if m["window"] > 0 else 0.0
+    if floor and window_share < MIN_SHARE:
+        return None
+    return Finding(cause, what, secs, secs / m["wall"] if m["wall"] > 0 else 0.0, list(vals), detail, change,
+                   CAUSES[cause][1], status, window_share, m["rank"], needs_code)
+
+
+def outside(ms, att, world) -> list:
+    out = []
+    for name in dict.fromkeys(n for m in ms for n in m["outside"]):
+        own = [m["outside"].get(name, 0.0) for m in ms]
+        waited = [a["charged"].get(("outside", name), 0.0) for a in att["ranks"]] if world > 1 else [0.0] * len(ms)
+        even = min(own) > 0 and max(own) <= EVEN * min(own)
+        detail = f"{name!r} s per rank: {_fmt(own)}"
+        if any(waited):
+            detail += f"; the others' waits for it, s per rank: {_fmt(waited)} (counted here, not as waiting)"
+        change, code = advice.outside(world, even, any(waited))
+        out.append(make(OUTSIDE, name, [a + b for a, b in zip(own, waited, strict=True)], ms, detail, change,
+                        needs_code=code))
+    return out
+
+
+def waiting(ms, att, setting) -> list:
+    """Imbalance (one rank late by a margin) and jitter; jitter on shared cores is a note, not a finding."""
+    out = []
+    if att["slower"] is not None:
+        per = [a["imbalance"] for a in att["ranks"]]
+        gap = ", ".join(f"{k} {v * 1e3:+.3g} ms" for k, v in att["gap"].items() if abs(v) > 0)
+        detail = (f"rank {att['slower']} was the late one at {att['late_share']:.0%} of {len(att['late'])} "
+                  "all-reduces; "
+                  f"its median per step against the others': {gap}; waited s per rank: {_fmt(per)}")
+        out.append(make(WAITING, "", per, ms, detail, advice.imbalance(att["slower"], att["gap"])))
+    if not setting.shared:
+        per = [a["jitter"] for a in att["ranks"]]
+        detail = f"the late rank changed from step to step; waited s per rank: {_fmt(per)}"
+        out.append(make(JITTER, "", per, ms, detail, advice.jitter(False)))
+    return out
+
+
+def data(ms, att, setting, run) -> object:
+    own = [m["data"] for m in ms]
+    waited = [a["charged"].get(("data",), 0.0) for a in att["ranks"]]
+    detail = "waiting for batches inside the steps, s per rank: " + _fmt(own)
+    if any(m["data"] != m["data_host"] for m in ms):
+        detail += " (what the GPU waited: each step's start to its first phase)"
+    if any(waited):
+        detail += f"; the others' waits for it: {_fmt(waited)}"
+    loader = run[0].loader
+    if loader:
+        detail += f"; loader: num_workers={loader['num_workers']}, persistent_workers={loader['persistent_workers']}"
+    else:
+        detail += "; the loader's settings are not in this result (a timer older than the loader's reading)"
+    return make(DATA, "", [a + b for a, b in zip(own, waited, strict=True)], ms, detail,
+                advice.data(setting, loader, setting.gpu))
+
+
+def untimed(ms, att) -> object:
+    if any(m["untimed"] is None for m in ms):
+        return None
+    own = [m["untimed"] for m in ms]
+    waited = [a["charged"].get(("untimed",), 0.0) for a in att["ranks"]]
+    detail = f"time in and between steps no phase covers, s per rank: {_fmt(own)}"
+    if any(waited):
+        detail += f"; the others' waits for it: {_fmt(waited)}"
+    return make(UNTIMED, "", [a + b for a, b in zip(own, waited, strict=True)], ms, detail, advice.untimed())
+
+
+def accumulation(ms) -> object:
+    per = [m["accumulation"] for m in ms]
+    m = ms[max(range(len(ms)), key=per.__getitem__)]
+    if not m["optimizer_steps"] or not m["micro_synced"]:
+        return None
+    n = (m["micro_synced"] + m["optimizer_steps"]) / m["optimizer_steps"]
+    detail = (f"{m['micro_synced']} micro-steps all-reduced without an optimizer step after them: {n:.3g} "
+              f"all-reduces per optimizer step where one would do; their exposed all-reduce, s per rank: {_fmt(per)}")
+    return make(ACCUMULATION, "", per, ms, detail, advice.accumulation(), needs_code=True)
+
+
+def latency_bound(m) -> bool:
+    per_call = m["bytes"] / m["calls"] if m["calls"] else 0.0
+    return per_call <= SMALL_MESSAGE and m["allreduce_step"] >= m["compute_step"]
+
+
+def transfer(ms, run) -> list:
+    """The exposed transfer after every rank was ready: the last bucket's part, then the rest."""
+    out, lasts = [], []
+    for m in ms:
+        b = m["buckets"]
+        own = 0.0
+        if b and b["count"] >= 2 and m["transfer"] and b["last_seconds"] >= LAST_BUCKET_SHARE * m["transfer"] \
+                and not latency_bound(m):
+            own = min(b["last_seconds"], m["transfer"])
+        lasts.append(own)
+        m["transfer"] -= own
+    if any(lasts):
+        i = max(range(len(ms)), key=lasts.__getitem__)
+        b, model = ms[i]["buckets"], run[i].model
+        rows = model.get("bucket_tensors") or []
+        tensors = rows[b["last_index"]] if 0 <= b["last_index"] < len(rows) else None
+        detail = (f"it holds {b['last_bytes'] / 2**20:.3g} of the {b['bytes'] / 2**20:.3g} MiB in {b['count']} "
+                  f"buckets and is ready last, {b['gap'] * 1e3:.3g} ms after the one before it, every earlier "
+                  f"bucket already sent; its exposed time, s per rank: {_fmt(lasts)}")
+        out.append(make(LAST_BUCKET, "", lasts, ms, detail, advice.last_bucket(tensors, b["last_bytes"])))
+    per = [m["transfer"] for m in ms]
+    m = ms[max(range(len(ms)), key=per.__getitem__)]
+    small = latency_bound(m)
+    per_call = m["bytes"] / m["calls"] if m["calls"] else 0.0
+    detail = (f"exposed after every rank was ready, s per rank: {_fmt(per)}; per step: all-reduce "
+              f"{m['allreduce_step'] * 1e3:.3g} ms, compute {m['compute_step'] * 1e3:.3g} ms, "
+              f"{per_call / 1024:.4g} KiB per call")
+    model = run[0].model
+    change = advice.latency() if small else advice.exposed(m["buckets"], model.get("bucket_cap_bytes"),
+                                                           model.get("grad_bytes"))
+    out.append(make(LATENCY if small else EXPOSED, "", per, ms, detail, change))
+    return out
+
+
+def small_buckets(ms, run, setting) -> object:
+    """Many small buckets: each pays the all-reduce's fixed cost; on shared cores the overlapped calls
+    take cycles from the backward, so the cost shows as a slower backward, not as exposed time. Its
+    seconds are an estimate (calls above the default cap's count x the cost per call): suspected."""
+    m = max(ms, key=lambda x: x["buckets"]["count"] if x["buckets"] else 0)
+    b = m["buckets"]
+    if not b or b["count"] < MANY_BUCKETS or b["bytes"] / b["count"] > SMALL_MESSAGE:
+        return None
+    small = sorted(d for n, d in b["durations"] if n <= SMALL_MESSAGE)
+    per_call = setting.per_call or (small[len(small) // 10] if small else None)
+    model = run[0].model
+    extra = b["count"] - (int(b["bytes"] // advice.DEFAULT_CAP) + 2)
+    syncs = m["steps"] - m["micro_quiet"]
+    secs = max(0.0, extra * per_call * syncs) if per_call else None
+    source = "the all-reduce fit" if setting.per_call else "this run's quickest small buckets"
+    cost = (f"about {extra} extra calls a step x {per_call * 1e3:.3g} ms a call ({source}) over {syncs} steps"
+            if secs is not None else "its cost per call is unknown")
+    detail = f"{b['count']} buckets a step, {b['bytes'] / b['count'] / 1024:.3g} KiB each (median): {cost}"
+    change = advice.small_buckets(model.get("bucket_cap_bytes"), b["count"], b["bytes"] / b["count"], b["bytes"])
+    per = [secs if x is m else 0.0 for x in ms]
+    return make(SMALL_BUCKETS, "", per, ms, detail, change, status=SUSPECTED, floor=secs is not None)
+
+
+def host_bound(ms, run) -> tuple[object, str | None]:
+    """(finding, undecided line) for GPU steps: from the run's profiler trace, else host against device spans."""
+    if not run[0].on_gpu:
+        return None, None
+    busy = run.gpu_busy()
+    if busy:
+        frac = statistics.median(b["busy"] for b in busy)
+        if frac >= BUSY_HOST_BOUND:
+            return None, None
+        per = [(1 - frac) * sum(s["step_time"] for s in r.steps()) for r in run]
+        detail = (f"the GPU was busy {frac:.0%} of {len(busy)} traced steps (kernels, copies and sets in a profiler "
+                  "trace of rank 0): the phase times here are CUDA-event spans paced by the host, not GPU work")
+        return make(HOST_BOUND, "", per, ms, detail, advice.host_bound()), None
+    paced = []
+    for r in run:
+        host = [s for s in r.steps()[2:] if s.get("host")]
+        dev = sum(s.get("forward", 0) + s.get("backward", 0) for s in host)
+        hst = sum(s["host"].get("forward", 0) + s["host"].get("backward", 0) for s in host)
+        paced.append(hst / dev if dev else None)
+    if any(p is not None for p in paced):
+        if max(p or 0 for p in paced) < HOST_PACED:
+            return None, None
+        per = [m["compute"] for m in ms]
+        detail = (f"the host took {max(p or 0 for p in paced):.0%} of the device's time to issue forward and "
+                  "backward: the GPU keeps up with the host, so it likely waits for it (a profiler window decides)")
+        return make(HOST_BOUND, "", per, ms, detail, advice.host_bound(), status=SUSPECTED), None
+    return None, ("host-bound GPU steps: CUDA-event marks cannot tell an idle GPU from a busy one; a short "
+                  "torch.profiler window (or this version's timer, which keeps the host's spans too) decides")
+
+
+def startup(ms) -> Finding | None:
+    if any(m["startup"] is None for m in ms):
+        return None
+    per = [m["startup"] for m in ms]
+    i = max(range(len(ms)), key=per.__getitem__)
+    return Finding(STARTUP, "", per[i], per[i] / ms[i]["wall"] if ms[i]["wall"] else 0.0, per,
+                   f"the run's start (the process's, or the timer's run_start) to the first step, s per rank: "
+                   f"{_fmt(per)}", advice.startup(), CAUSES[STARTUP][1], rank=ms[i]["rank"])
