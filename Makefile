@@ -26,13 +26,13 @@ $(BIN)/python:
 $(LAB_STAMP): $(BIN)/python pyproject.toml scripts/install_torch.py
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python scripts/install_torch.py --spec '$(TORCH)' --index '$(TORCH_INDEX)'
-	$(BIN)/python -m pip install --progress-bar on -e .
+	$(BIN)/python -m pip install --progress-bar on -e '.[course]'
 	@mkdir -p $(dir $(LAB_SETTINGS))
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"autosave": false}}' > $(LAB_SETTINGS)
 	touch $(LAB_STAMP)
 
 $(TEST_STAMP): $(LAB_STAMP)
-	$(BIN)/python -m pip install --progress-bar on -e '.[test]'
+	$(BIN)/python -m pip install --progress-bar on -e '.[course,test]'
 	touch $(TEST_STAMP)
 
 install: $(LAB_STAMP)

@@ -24,7 +24,8 @@ def _norm(req):
 
 def _pyproject():
     proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return proj["dependencies"], proj["optional-dependencies"]["test"]
+    extras = proj["optional-dependencies"]
+    return proj["dependencies"], extras["course"] + extras["test"]
 
 
 def _conda_pip():
@@ -185,3 +186,88 @@ def test_make_quick_leaves_out_only_the_slow_tests_and_the_browser():
     args = _pytest_args(_make_dry_run("quick"))
     assert args[args.index("-m") + 1] == "not slow"
     assert "tests" in args and "notebooks" not in args and "--nbval" not in args
+
+
+LIGHT_WORKER = '''
+import torch
+from torch import nn
+from ddp_lessons import StepTimer
+from ddp_lessons.tool.ddp import wrap_ddp
+
+
+def train():
+    model = wrap_ddp(nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1)), torch.device("cpu"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    timer = StepTimer(model, batch_size=8)
+    for x in timer.data([torch.randn(8, 16) for _ in range(6)]):
+        with timer.phase("forward"):
+            loss = model(x).pow(2).mean()
+        timer.finish_step(loss, opt)
+    return timer.result()
+'''
+LIGHT_MAIN = '''
+import w
+from ddp_lessons import Run, diagnose, launch
+if __name__ == "__main__":
+    run = Run(launch(w.train, world_size=2, timeout=120))
+    print("steps", [len(r.steps()) for r in run])
+    print(diagnose(run))
+    try:
+        from ddp_lessons.tool import plots  # noqa: F401
+    except ImportError as exc:
+        print("plots:", exc)
+'''
+
+
+def _torch_closure() -> set[str]:
+    """The installed distributions torch needs, torch included."""
+    from importlib import metadata
+    todo, seen = ["torch"], set()
+    while todo:
+        name = todo.pop().lower().replace("_", "-")
+        if name in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        seen.add(name)
+        for req in dist.requires or []:
+            r = Requirement(req)
+            if r.marker is None or r.marker.evaluate({"extra": ""}):
+                todo.append(r.name)
+    return seen
+
+
+@pytest.mark.slow
+def test_the_light_install_is_the_tool_alone_and_it_runs(tmp_path):
+    """`pip install .` beside a torch already there: none of the course's packages, and launch, StepTimer
+    and diagnose work from it (the figures say which extra they need, in one line)."""
+    from importlib import metadata
+    site = tmp_path / "torch-site"   # torch and what it needs, as a machine with torch already has them
+    site.mkdir()
+    for name in _torch_closure():
+        dist = metadata.distribution(name)
+        base = Path(dist.locate_file(""))
+        for top in {Path(str(f)).parts[0] for f in dist.files or []}:
+            if not (site / top).exists() and (base / top).exists() and not top.startswith(".."):
+                (site / top).symlink_to(base / top)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    (sp,) = (venv / "lib").glob("python3*/site-packages")
+    (sp / "torch-there.pth").write_text(str(site) + "\n")
+    py = venv / "bin" / "python"
+    out = subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(ROOT)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    listed = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                            timeout=120).stdout.lower()
+    for heavy in ("jupyterlab", "pytorch-lightning", "nvidia-ml-py", "ipywidgets", "matplotlib"):
+        assert f"{heavy}==" not in listed, heavy
+    (tmp_path / "w.py").write_text(LIGHT_WORKER)
+    (tmp_path / "main.py").write_text(LIGHT_MAIN)
+    ran = subprocess.run([str(py), "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "steps [6, 6]" in ran.stdout and "diagnosis of 2 of 2 rank(s)" in ran.stdout, ran.stdout
+    assert "plots: ddp_lessons' figures need matplotlib: pip install 'ddp-lessons[plots]'" in ran.stdout

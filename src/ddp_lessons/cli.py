@@ -28,6 +28,8 @@ COMMANDS = {
     "make-vqa-data": "ddp_lessons.cases.case1.synthetic:cli_command",
     "case2": "ddp_lessons.cases.case2.cli:cli_command",
     "whatif": "ddp_lessons.tool.predict.cli:whatif_command",
+    "diagnose": "ddp_lessons.tool.diagnosis.cli:diagnose_command",
+    "compare": "ddp_lessons.tool.diagnosis.cli:compare_command",
 }
 
 

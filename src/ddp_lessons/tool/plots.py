@@ -9,7 +9,10 @@ Defined in notebook 00_first_launch.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+try:
+    import matplotlib.pyplot as plt
+except ImportError:  # the tool's light install: everything but its figures
+    raise ImportError("ddp_lessons' figures need matplotlib: pip install 'ddp-lessons[plots]'") from None
 
 from .allreduce import predict_time
 from .runs import timer_of

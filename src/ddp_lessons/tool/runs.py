@@ -210,7 +210,9 @@ class Record:
     def _trace_of(self, setup):
         """The profiler trace, for the setup it was made of (the record's `results.trace.setup`; a
         record of one setup: that one)."""
-        traced = ((self.raw.get("results") or {}).get("trace") or {}).get("setup")
+        results = self.raw.get("results")
+        trace = results.get("trace") if isinstance(results, dict) else None
+        traced = trace.get("setup") if isinstance(trace, dict) else None
         return self.trace if traced == setup or (traced is None and len(self._found) == 1) else None
 
     def run(self, setup: str | None = None, round: int | None = None) -> Run:

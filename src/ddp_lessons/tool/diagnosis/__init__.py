@@ -4,7 +4,8 @@ measures (one rank's totals) ; waits (each wait charged to what made the late ra
 (world size, core budget, clock: what advice depends on) ; findings (each cause decided, with its
 thresholds) ; advice (what to change, written for the run) ; causes (the fixed vocabulary) ; report
 (`Diagnosis`, `Finding`) ; ranking (`diagnose(run)`) ; side_by_side (`compare(runs)`: per-phase
-medians, throughput, speed-up and efficiency with the spread of repeats).
+medians, throughput, speed-up and efficiency with the spread of repeats) ; cli (`python -m ddp_lessons
+diagnose RECORD` and `compare RECORD ...`).
 """
 
 from .causes import CAUSES

@@ -64,8 +64,12 @@ class NotebookProgress:
         if self.widget is None and time.monotonic() - self.t0 < SHOW_AFTER_S:
             return
         if self.widget is None:
-            import ipywidgets
-            from IPython.display import display
+            try:
+                import ipywidgets
+                from IPython.display import display
+            except ImportError:  # the tool's light install in a notebook: no progress line
+                self.t0 = float("inf")
+                return
             self.widget = ipywidgets.HTML()
             display(self.widget)
         self.widget.value = "<pre>" + "\n".join(

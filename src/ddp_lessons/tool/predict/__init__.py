@@ -11,9 +11,9 @@ numbers and its assumptions. Modules: `links` (the table, a fit as a link),
 
 from __future__ import annotations
 
+from ..runs import Run
 from .links import LINKS, Link, from_fit, resolve
 from .replay import Prediction, Step, replay_step
-from ..runs import timer_of
 from .report import table_text
 
 __all__ = ["whatif", "whatif_table", "Link", "LINKS", "from_fit", "Prediction", "Step", "replay_step",
@@ -23,30 +23,8 @@ NO_BUCKETS = ("{what} has no per-bucket ready times: time the run with StepTimer
               "default on CPUs; on a GPU pass mode='full' or hook=...), which keeps each bucket's")
 
 
-def _ranks(run) -> tuple[str, list, dict]:
-    """(a name for it, the per-rank results, the record's config) of a record name, path,
-    loaded record, or what `launch` returned."""
-    from .. import records
-    if isinstance(run, (str, bytes)) or hasattr(run, "__fspath__"):
-        name, run = str(run), records.load(run)
-    else:
-        name = "this run"
-    config = {}
-    if isinstance(run, dict) and "results" in run:
-        config, run = run.get("config") or {}, run["results"]
-    if isinstance(run, dict) and "ranks" in run:
-        run = run["ranks"]
-    if isinstance(run, dict):
-        run = [run]
-    return name, list(run), config
-
-
-def _timer(rank: dict) -> dict:
-    return timer_of(rank) or rank
-
-
-def _steps(timer: dict, warmup: int, what: str) -> list:
-    steps = timer.get("steps") or []
+def _steps(rank, warmup: int, what: str) -> list:
+    steps = rank.steps()
     if not any(s.get("buckets") for s in steps):
         raise ValueError(NO_BUCKETS.format(what=what) + " ready time and size")
     kept = [s for s in steps[warmup:] if s.get("buckets")]
@@ -55,26 +33,54 @@ def _steps(timer: dict, warmup: int, what: str) -> list:
     return kept
 
 
+def _run(run, setup, round) -> Run:
+    if isinstance(run, (str, bytes)) or hasattr(run, "__fspath__"):
+        return Run.load(run, setup, round)
+    return run if isinstance(run, Run) else Run(run)
+
+
 def whatif(run, link="pcie4-x16", world_size: int = 2, *, rank: int = 0, compute_factor: float = 1.0,
-           warmup: int = 2) -> Prediction:
+           warmup: int = 2, setup: str | None = None, round: int | None = None, epochs: float | None = None,
+           iterations: int | None = None) -> Prediction:
     """Predict `run`'s step on `world_size` ranks over `link` (a row name of `LINKS`, a `Link`,
-    or an all-reduce fit with its world_size) from the buckets rank `rank` recorded.
-    `compute_factor` multiplies compute (communication kernels slowing it); the first
-    `warmup` steps are left out (DDP rebuilds its buckets after the first). A model:
-    printing the result prints what it assumes."""
+    or an all-reduce fit with its world_size) from the buckets rank `rank` recorded. `run`: what
+    `diagnose` takes (a `Run`, the ranks' values, a record's name with `setup`/`round`).
+    `compute_factor` multiplies compute (communication kernels slowing it); the first `warmup` steps
+    are left out (DDP rebuilds its buckets after the first). `epochs` (passes over the data, as the
+    recorded run made them) or `iterations` (optimizer steps): the run length to predict the time of.
+    A model: printing the result prints what it assumes, and a CPU run given a GPU link says so."""
     if world_size < 1:
         raise ValueError(f"world_size={world_size}: use 1 or more ranks")
     if not compute_factor > 0:
         raise ValueError(f"compute_factor={compute_factor}: use a positive factor (1: no slowdown)")
+    if epochs is not None and iterations is not None:
+        raise ValueError("give epochs= or iterations=, not both")
     link = resolve(link)
     link.check(world_size)  # before any work
-    name, ranks, _ = _ranks(run)
-    if not 0 <= rank < len(ranks):
-        raise ValueError(f"rank={rank}: the run has ranks 0..{len(ranks) - 1}")
-    steps = _steps(_timer(ranks[rank]), warmup, name)
-    per_epoch = ranks[rank].get("steps_per_epoch") or len(_timer(ranks[rank])["steps"])
+    r = _run(run, setup, round)
+    name = r.name or "this run"
+    if not 0 <= rank < len(r):
+        raise ValueError(f"rank={rank}: the run has ranks 0..{len(r) - 1}")
+    one = r[rank]
+    steps = _steps(one, warmup, name)
+    recorded_world = r.world_size
+    # the recorded rank's steps per pass are already its share of the data: the whole epoch is that
+    # many times the recorded world size, split again over `world_size` ranks
+    passes = one.timer.get("data_passes") or 1
+    per_epoch = (one.get("steps_per_epoch") or len(one.steps()) / passes) * recorded_world
     replayed = [replay_step(s, link, world_size, compute_factor) for s in steps]
-    return Prediction(name, link, world_size, replayed, per_epoch, compute_factor)
+    notes = []
+    if not one.on_gpu and link.source and not link.name.startswith("fitted"):
+        notes.append(f"a CPU run with a GPU link ({link.name}): the compute is this CPU's and the link a GPU "
+                     "machine's, a mix of no real machine; pass compute_factor (the GPU's speed against this "
+                     "CPU's) or a link fitted here (allreduce.fit_latency_bandwidth) for a machine that exists")
+    p = Prediction(name, link, world_size, replayed, per_epoch, compute_factor, recorded_world, notes,
+                   epochs, iterations)
+    if p.median("efficiency") > 1:
+        p.notes.append(f"efficiency above 1: the recorded step's exposed all-reduce "
+                       f"({p.median('recorded_exposed') * 1e3:.3g} ms, on {recorded_world} rank(s)) is longer than "
+                       f"the link's predicted one ({p.median('exposed') * 1e3:.3g} ms): the prediction swaps it out")
+    return p
 
 
 def whatif_table(run, links=None, world_sizes=(2, 4, 8), **kwargs) -> list[dict]:

@@ -4,7 +4,10 @@ buckets on the link below it, the exposed tail marked. (The README,
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+try:
+    import matplotlib.pyplot as plt
+except ImportError:  # the tool's light install: everything but its figures
+    raise ImportError("ddp_lessons' figures need matplotlib: pip install 'ddp-lessons[plots]'") from None
 
 COLORS = {"forward": "#4c72b0", "backward": "#55a868", "optimizer": "#8172b2"}
 

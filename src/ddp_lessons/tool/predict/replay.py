@@ -58,13 +58,18 @@ def replay_step(step: dict, link: Link, world_size: int, compute_factor: float =
 
 @dataclass
 class Prediction:
-    """What `whatif` returns: every replayed step, the run's epoch, and all it assumed."""
+    """What `whatif` returns: every replayed step, the run's epoch (`steps_per_epoch`: the whole
+    epoch's steps on one rank), the recorded world size, notes on what it mixes, and all it assumed."""
     source: str
     link: Link
     world_size: int
     steps: list
-    steps_per_epoch: int
+    steps_per_epoch: float
     compute_factor: float = 1.0
+    recorded_world: int = 1
+    notes: list = field(default_factory=list)
+    epochs: float | None = None
+    iterations: int | None = None
 
     def median(self, what: str) -> float:
         return statistics.median(getattr(s, what) for s in self.steps)
@@ -75,13 +80,22 @@ class Prediction:
 
     @property
     def epoch_recorded(self) -> float:
-        """One rank's epoch from the median recorded step."""
-        return self.steps_per_epoch * self.median("recorded")
+        """The recorded run's epoch from its median step (its ranks' share of the data each)."""
+        return math.ceil(self.steps_per_epoch / self.recorded_world) * self.median("recorded")
 
     @property
     def epoch_predicted(self) -> float:
-        """N ranks' epoch: the samples split N ways (each rank takes ceil(steps / N) steps)."""
+        """N ranks' epoch: the whole epoch's steps split N ways (each rank takes ceil(steps / N))."""
         return math.ceil(self.steps_per_epoch / self.world_size) * self.median("predicted")
+
+    @property
+    def run_predicted(self) -> float | None:
+        """The predicted time of `epochs` epochs or `iterations` steps on N ranks (None if neither given)."""
+        if self.epochs is not None:
+            return self.epochs * self.epoch_predicted
+        if self.iterations is not None:
+            return self.iterations * self.median("predicted")
+        return None
 
     def assumptions(self) -> list[str]:
         return [

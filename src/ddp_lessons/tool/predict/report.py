@@ -16,7 +16,7 @@ def _span(p, what: str) -> str:
 
 def describe(p) -> str:
     """A Prediction in words (a model's output, labelled so)."""
-    lines = [
+    lines = [f"note: {n}" for n in p.notes] + [
         f"what-if (a model, not a measurement): {p.source} on {p.world_size} ranks over {p.link.name}, "
         f"{len(p.steps)} steps after warm-up",
         f"  all-reduce busy per step  {_span(p, 'busy')}",
@@ -24,9 +24,13 @@ def describe(p) -> str:
         f"  step                      {_span(p, 'predicted')}, recorded on 1 run: {_ms(p.median('recorded'))}",
         f"  scaling efficiency        {p.median('efficiency'):.2f} (recorded step / predicted step, per rank)",
         f"  epoch                     {p.epoch_predicted:,.1f} s on {p.world_size} ranks against "
-        f"{p.epoch_recorded:,.1f} s as recorded ({p.steps_per_epoch} steps split {p.world_size} ways)",
-        "assumed:",
+        f"{p.epoch_recorded:,.1f} s as recorded on {p.recorded_world} ({p.steps_per_epoch:,.0f} steps split "
+        f"{p.world_size} ways)",
     ]
+    if p.run_predicted is not None:
+        length = f"{p.epochs:g} epochs" if p.epochs is not None else f"{p.iterations} steps"
+        lines.append(f"  {length:<25} {p.run_predicted:,.1f} s on {p.world_size} ranks (start-up not included)")
+    lines.append("assumed:")
     return "\n".join(lines + [f"  - {a}" for a in p.assumptions()])
 
 
