@@ -45,7 +45,7 @@ FLOORS = ("tool", "course", "cases", "top")  # bottom up; a case's floor is its 
 TOOL_TIERS = (("runtime", "paths", "spread", "ddp", "hooks", "kineto"),      # import nothing from the package
               ("verdict", "records", "launcher", "timing", "runs"),
               ("allreduce", "commands", "diagnosis"),
-              ("plots", "predict"))
+              ("plots", "predict", "doctor"))
 LEAVES = TOOL_TIERS[0]
 
 

@@ -30,6 +30,7 @@ COMMANDS = {
     "whatif": "ddp_lessons.tool.predict.cli:whatif_command",
     "diagnose": "ddp_lessons.tool.diagnosis.cli:diagnose_command",
     "compare": "ddp_lessons.tool.diagnosis.cli:compare_command",
+    "doctor": "ddp_lessons.tool.doctor.cli:doctor_command",
 }
 
 

@@ -15,5 +15,6 @@ ground up (tests/test_architecture.py checks the order):
   (what every `python -m ddp_lessons` command shares);
 - diagnosis (`diagnose`: what cost a run its time; `compare`: runs side by
   side), plots;
-- predict (`whatif`: a recorded run's step on N ranks over a given link, a model).
+- predict (`whatif`: a recorded run's step on N ranks over a given link, a model), doctor (an
+  unmodified script timed and diagnosed from its own command, its suspicions tried).
 """

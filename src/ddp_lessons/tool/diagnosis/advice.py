@@ -50,6 +50,13 @@ def small_buckets(cap: int | None, count: float, median_bytes: float, total: flo
             f"the all-reduce's fixed cost; torch's default (25 MB) would make about {at_default}")
 
 
+def split_cap(tensors: list | None, last_bytes: int) -> float | None:
+    """The bucket_cap_mb that splits a late last bucket of several tensors (None: one tensor is most of it)."""
+    if not tensors or max(tensors) >= 0.5 * last_bytes:
+        return None
+    return round(max(max(tensors), sum(tensors) / 2) / MIB, 2)
+
+
 def last_bucket(tensors: list | None, last_bytes: int) -> str:
     """A late last bucket: whether a cap helps depends on the tensor it waits for."""
     fewer = "send fewer bytes (a bf16/fp16 compression hook where the backend reduces them, as NCCL does)"
@@ -61,9 +68,8 @@ def last_bucket(tensors: list | None, last_bytes: int) -> str:
         return (f"no bucket cap helps: one tensor of {big / MIB:.3g} MiB is most of it and is ready only at the "
                 f"backward's end (a parameter used first in the forward: an input or tied embedding); {fewer}, or "
                 "all-reduce less often (accumulation with no_sync)")
-    cap = max(big, sum(tensors) / 2) / MIB
-    return (f"a bucket_cap_mb below its {last_bytes / MIB:.3g} MiB (about {cap:.2g}) splits it, so its earlier "
-            f"tensors leave during the backward; or {fewer}")
+    return (f"a bucket_cap_mb below its {last_bytes / MIB:.3g} MiB (about {split_cap(tensors, last_bytes):g}) "
+            f"splits it, so its earlier tensors leave during the backward; or {fewer}")
 
 
 def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None) -> str:
@@ -96,8 +102,8 @@ def host_bound() -> str:
 
 
 def untimed() -> str:
-    return ("name it first (timer.phase or timer.outside around it); per-step host work such as loss.item() and "
-            "a print every step is the usual one: log every N steps")
+    return ("find what runs there (StepTimer's phases, or a profiler window, name it): per-step host work such as "
+            "loss.item() and a print every step is the usual one; log every N steps")
 
 
 def accumulation() -> str:

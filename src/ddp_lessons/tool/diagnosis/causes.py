@@ -20,8 +20,7 @@ HOST = UNTIMED  # the name an earlier version used for untimed host work
 
 CAUSES = {
     OUTSIDE: ("work outside the steps",
-              "time the same block with timer.outside(name) again: its seconds, and the others' waits for it, "
-              "should fall"),
+              "measure again: its seconds, and the others' waits for it, should fall"),
     WAITING: ("ranks waiting for a slower rank",
               "per step, `wait` should fall on the other ranks, and the slower rank's compute come down to theirs"),
     JITTER: ("rank-to-rank jitter",
@@ -45,7 +44,7 @@ CAUSES = {
     HOST_BOUND: ("host-bound GPU steps: the GPU waits for the host",
                  "a short torch.profiler window: the GPU's busy share of the step should rise"),
     UNTIMED: ("untimed host work in and between steps",
-              "time it with timer.phase/outside to name it; the unattributed time should fall"),
+              "measure again: the time no phase covers should fall"),
     STARTUP: ("start-up (once per launch)",
               "account['startup'] + account['before_first_step'] against the run's length"),
 }

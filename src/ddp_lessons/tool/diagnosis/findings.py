@@ -36,7 +36,7 @@ def _fmt(per) -> str:
     return ", ".join("-" if x is None else f"{x:.3g}" for x in per)
 
 
-def make(cause, what, per, ms, detail, change, status="measured", needs_code=False, floor=True):
+def make(cause, what, per, ms, detail, change, status="measured", needs_code=False, floor=True, knob=None):
     """A Finding at the rank where `per` is largest; None under MIN_SHARE of that rank's window."""
     vals = [x or 0.0 for x in per]
     i = max(range(len(ms)), key=vals.__getitem__)
@@ -45,7 +45,7 @@ def make(cause, what, per, ms, detail, change, status="measured", needs_code=Fal
     if floor and window_share < MIN_SHARE:
         return None
     return Finding(cause, what, secs, secs / m["wall"] if m["wall"] > 0 else 0.0, list(vals), detail, change,
-                   CAUSES[cause][1], status, window_share, m["rank"], needs_code)
+                   CAUSES[cause][1], status, window_share, m["rank"], needs_code, knob)
 
 
 def outside(ms, att, world) -> list:
@@ -80,6 +80,14 @@ def waiting(ms, att, setting) -> list:
     return out
 
 
+def threads_knob(setting) -> dict | None:
+    """Ranks sharing cores with more than one thread each: the threads that divide the cores among them."""
+    if not setting.shared or not setting.hosts or setting.gpu:
+        return None
+    n = max(1, min(h.cores // max(1, h.ranks) for h in setting.hosts))
+    return {"threads": n} if any(h.threads > n * h.ranks for h in setting.hosts) else None
+
+
 def data(ms, att, setting, run) -> object:
     own = [m["data"] for m in ms]
     waited = [a["charged"].get(("data",), 0.0) for a in att["ranks"]]
@@ -93,8 +101,12 @@ def data(ms, att, setting, run) -> object:
         detail += f"; loader: num_workers={loader['num_workers']}, persistent_workers={loader['persistent_workers']}"
     else:
         detail += "; the loader's settings are not in this result (a timer older than the loader's reading)"
+    spare = setting.spare or 0
+    workers = max(1, spare // max(1, setting.world)) if spare > 0 else 1
+    knob = ({"loader": {"num_workers": workers, "persistent_workers": True}} if not (loader or {}).get("num_workers")
+            else {"loader": {"pin_memory": True}} if setting.gpu and not loader.get("pin_memory") else None)
     return make(DATA, "", [a + b for a, b in zip(own, waited, strict=True)], ms, detail,
-                advice.data(setting, loader, setting.gpu))
+                advice.data(setting, loader, setting.gpu), knob=knob)
 
 
 def untimed(ms, att) -> object:
@@ -124,7 +136,7 @@ def latency_bound(m) -> bool:
     return per_call <= SMALL_MESSAGE and m["allreduce_step"] >= m["compute_step"]
 
 
-def transfer(ms, run) -> list:
+def transfer(ms, run, setting) -> list:
     """The exposed transfer after every rank was ready: the last bucket's part, then the rest."""
     out, lasts = [], []
     for m in ms:
@@ -143,7 +155,9 @@ def transfer(ms, run) -> list:
         detail = (f"it holds {b['last_bytes'] / 2**20:.3g} of the {b['bytes'] / 2**20:.3g} MiB in {b['count']} "
                   f"buckets and is ready last, {b['gap'] * 1e3:.3g} ms after the one before it, every earlier "
                   f"bucket already sent; its exposed time, s per rank: {_fmt(lasts)}")
-        out.append(make(LAST_BUCKET, "", lasts, ms, detail, advice.last_bucket(tensors, b["last_bytes"])))
+        cap = advice.split_cap(tensors, b["last_bytes"])
+        knob = {"ddp": {"bucket_cap_mb": cap}} if cap else {"hook": "bf16"} if setting.backend == "nccl" else None
+        out.append(make(LAST_BUCKET, "", lasts, ms, detail, advice.last_bucket(tensors, b["last_bytes"]), knob=knob))
     per = [m["transfer"] for m in ms]
     m = ms[max(range(len(ms)), key=per.__getitem__)]
     small = latency_bound(m)
@@ -152,9 +166,13 @@ def transfer(ms, run) -> list:
               f"{m['allreduce_step'] * 1e3:.3g} ms, compute {m['compute_step'] * 1e3:.3g} ms, "
               f"{per_call / 1024:.4g} KiB per call")
     model = run[0].model
-    change = advice.latency() if small else advice.exposed(m["buckets"], model.get("bucket_cap_bytes"),
-                                                           model.get("grad_bytes"))
-    out.append(make(LATENCY if small else EXPOSED, "", per, ms, detail, change))
+    cap = model.get("bucket_cap_bytes")
+    one = bool(m["buckets"] and m["buckets"]["count"] == 1 and cap and (model.get("grad_bytes") or 0) > 2 * advice.MIB)
+    change = advice.latency() if small else advice.exposed(m["buckets"], cap, model.get("grad_bytes"))
+    knob = ({"ddp": {"bucket_cap_mb": 25}} if small and cap and cap < advice.DEFAULT_CAP else
+            {"ddp": {"bucket_cap_mb": max(1, min(25, cap // 4 // advice.MIB))}} if one and not small else
+            {"hook": "bf16"} if setting.backend == "nccl" and not small else None)
+    out.append(make(LATENCY if small else EXPOSED, "", per, ms, detail, change, knob=knob))
     return out
 
 
@@ -178,7 +196,8 @@ def small_buckets(ms, run, setting) -> object:
     detail = f"{b['count']} buckets a step, {b['bytes'] / b['count'] / 1024:.3g} KiB each (median): {cost}"
     change = advice.small_buckets(model.get("bucket_cap_bytes"), b["count"], b["bytes"] / b["count"], b["bytes"])
     per = [secs if x is m else 0.0 for x in ms]
-    return make(SMALL_BUCKETS, "", per, ms, detail, change, status=SUSPECTED, floor=secs is not None)
+    return make(SMALL_BUCKETS, "", per, ms, detail, change, status=SUSPECTED, floor=secs is not None,
+                knob={"ddp": {"bucket_cap_mb": 25}})
 
 
 def host_bound(ms, run) -> tuple[object, str | None]:

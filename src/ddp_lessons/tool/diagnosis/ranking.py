@@ -39,7 +39,7 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
             _scale(m, a, factor)
     found = F.outside(ms, att, world)
     if world > 1:
-        found += F.waiting(ms, att, setting) + F.transfer(ms, run) + [F.accumulation(ms)]
+        found += F.waiting(ms, att, setting) + F.transfer(ms, run, setting) + [F.accumulation(ms)]
     suspects = [F.small_buckets(ms, run, setting)] if world > 1 else []
     host, host_undecided = F.host_bound(ms, run)
     found += [F.data(ms, att, setting, run), F.untimed(ms, att), host]

@@ -21,7 +21,9 @@ class Finding:
     written for this run (its world size, cores, buckets, loader); `check`: how to see the change
     worked; `status`: "measured" (the seconds are time the timer saw spent on it) or "suspected"
     (inferred, not seen: `python -m ddp_lessons doctor --confirm` measures what the change saves);
-    `needs_code`: the change needs the user's code (not a setting a run can be given)."""
+    `needs_code`: the change needs the user's code (not a setting a run can be given); `knob`: the
+    setting that tests it where one does, as the doctor applies it ({"ddp": {...}}, {"loader": {...}},
+    {"threads": n}, {"hook": "bf16"})."""
     cause: str
     what: str
     seconds: float
@@ -34,6 +36,7 @@ class Finding:
     window_share: float = 0.0
     rank: int = 0
     needs_code: bool = False
+    knob: dict | None = None
 
     @property
     def label(self) -> str:

@@ -1,0 +1,136 @@
+"""Running the user's own command under the doctor: what it may be, the environment that installs the
+recorder in its Python processes, and each rank's result read back when it ends (also when it failed
+or was interrupted: what was measured is kept).
+
+The run's private folder (`launcher.cleanup.run_directory`) holds a copy of the bootstrap
+`sitecustomize.py`, a link to this package, and the ranks' results; it is removed when the command
+ends. Nothing else is written, and the command's output, exit status and files are its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..launcher import cleanup
+from . import inject
+
+PACKAGE = Path(__file__).resolve().parents[2]          # .../ddp_lessons
+BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap" / "sitecustomize.py"
+PYTHONS = ("python", "torchrun", "pytorch")
+
+
+class DoctorError(ValueError):
+    """A command the doctor cannot run, said in one line."""
+
+
+@dataclass
+class Ran:
+    """One run of the command: its exit status, seconds, and every rank's result (rank order)."""
+    returncode: int
+    seconds: float
+    ranks: list = field(default_factory=list)
+    interrupted: bool = False
+    stdout: str | None = None
+
+
+def resolve(command: list[str]) -> list[str]:
+    """The command as it will run; a one-line DoctorError for one that is missing or not Python."""
+    if not command:
+        raise DoctorError("give the command you run today after --, e.g. python -m ddp_lessons doctor -- "
+                          "torchrun --standalone --nproc_per_node 2 train.py")
+    exe = command[0]
+    if exe.endswith(".py"):
+        if not os.path.isfile(exe):
+            raise DoctorError(f"{exe}: no such file")
+        return [sys.executable, *command]
+    path = shutil.which(exe)
+    if path is None:
+        raise DoctorError(f"{exe}: no such command (not on PATH)")
+    if not _is_python(path):
+        raise DoctorError(f"{exe} is not a Python program: the doctor times Python processes (python, torchrun, "
+                          "python -m torch.distributed.run, a script with a Python #! line)")
+    return [path, *command[1:]]
+
+
+def _is_python(path: str) -> bool:
+    if Path(path).name.startswith(PYTHONS):
+        return True
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def environment(run_dir: str, steps: int | None, warmup: int, knobs: dict) -> dict:
+    env = dict(os.environ)
+    boot = Path(run_dir) / "boot"
+    boot.mkdir()
+    shutil.copy(BOOTSTRAP, boot / "sitecustomize.py")
+    (boot / "ddp_lessons").symlink_to(PACKAGE)      # this package alone, whatever Python the command runs
+    (Path(run_dir) / "ranks").mkdir()
+    env["PYTHONPATH"] = os.pathsep.join([str(boot)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env[inject.ENV_DIR] = str(Path(run_dir) / "ranks")
+    env[inject.ENV_WARMUP] = str(warmup)
+    env[inject.ENV_SET] = json.dumps(knobs)
+    env.pop(inject.ENV_STEPS, None)
+    if steps:
+        env[inject.ENV_STEPS] = str(steps)
+    if knobs.get("threads"):
+        env["OMP_NUM_THREADS"] = str(knobs["threads"])   # torchrun keeps a value it is given
+    return env
+
+
+def run(command: list[str], steps: int | None = None, warmup: int = 3, knobs: dict | None = None,
+        timeout: float | None = None, capture: bool = False) -> Ran:
+    """Run `command` once with the recorder in its processes; return its status and the ranks' results."""
+    cleanup.sweep()
+    run_dir = cleanup.run_directory()
+    t0, interrupted, out = time.perf_counter(), False, None
+    try:
+        env = environment(run_dir, steps, warmup, knobs or {})
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE if capture else None,
+                                stderr=subprocess.STDOUT if capture else None, text=capture)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except KeyboardInterrupt:   # the command got the terminal's SIGINT too: let it end, keep its results
+            interrupted = True
+            _end(proc)
+        except subprocess.TimeoutExpired:
+            interrupted = True
+            proc.send_signal(signal.SIGINT)
+            _end(proc)
+        return Ran(proc.returncode, time.perf_counter() - t0, _read(Path(run_dir) / "ranks"), interrupted, out)
+    finally:
+        cleanup.remove(run_dir)
+
+
+def _end(proc, grace: float = 30.0) -> None:
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _read(folder: Path) -> list[dict]:
+    out = []
+    for p in sorted(folder.glob("rank-*.json")):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, json.JSONDecodeError):
+            continue   # a rank killed while writing: its result is lost, the others are kept
+    return sorted(out, key=lambda r: r.get("rank", 0))

@@ -1,0 +1,127 @@
+"""The doctor on scripts that never import the package: the diagnosis names what was planted, the
+script's own output and exit status pass through, nothing is left behind; bad commands get one line;
+the knobs and their verdicts. (`tests/scripts/plain_ddp.py`: rank 0 evaluates alone, accumulation
+without no_sync.)"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ddp_lessons.tool import spread
+from ddp_lessons.tool.diagnosis.causes import ACCUMULATION, OUTSIDE, SMALL_BUCKETS
+from ddp_lessons.tool.doctor import command, confirm
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tests" / "scripts" / "plain_ddp.py"
+BIN = Path(sys.executable).parent
+TORCHRUN = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node", "2"]
+
+
+def _run(args, cwd, **kw):
+    env = {**os.environ, "DDP_LESSONS_RUNS": str(cwd / "runs")}
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300, env=env, **kw)
+
+
+def _ours_in_tmp() -> set:
+    import tempfile
+    return {p.name for p in Path(tempfile.gettempdir()).glob("ddp_lessons-*")}
+
+
+@pytest.mark.slow
+def test_a_script_that_never_imports_the_package_is_diagnosed_and_its_output_passes_through(tmp_path):
+    before = _ours_in_tmp()
+    plain = _run([*TORCHRUN, str(SCRIPT)], tmp_path)
+    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--steps", "20", "--", *TORCHRUN, str(SCRIPT)], tmp_path)
+    assert plain.returncode == doc.returncode == 0, doc.stderr[-3000:]
+    assert doc.stdout == plain.stdout and "eval" in plain.stdout          # the script's output, unchanged
+    err = doc.stderr
+    assert "2 rank(s) timed" in err and "1. work outside the steps: evaluation" in err, err[-4000:]
+    assert "gradient accumulation without no_sync" in err and "4 all-reduces per optimizer step" in err
+    assert "fixes that need your code:" in err and "the doctor's own hooks:" in err
+    # nothing left behind but the record, which diagnose reads
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"] and _ours_in_tmp() <= before
+    (rec,) = (tmp_path / "runs").glob("doctor-plain_ddp-*.json")
+    again = _run([sys.executable, "-m", "ddp_lessons", "diagnose", str(rec)], tmp_path)
+    assert again.returncode == 0 and OUTSIDE.replace("_", " ") not in again.stderr
+    assert "evaluation (forwards without gradients)" in again.stdout
+
+
+@pytest.mark.slow
+def test_the_exit_status_and_a_single_process_pass_through(tmp_path):
+    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--", sys.executable, str(SCRIPT), "--exit-code", "3",
+                "--steps", "6"], tmp_path)
+    assert doc.returncode == 3, doc.stderr[-2000:]
+    assert "1 rank(s) timed" in doc.stderr and "world size 1" in doc.stderr   # a plain model, no DDP
+
+
+@pytest.mark.slow
+def test_steps_end_a_long_run_cleanly_and_an_interrupt_keeps_what_was_measured(tmp_path):
+    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--steps", "4", "--warmup", "2", "--",
+                *TORCHRUN, str(SCRIPT), "--steps", "500"], tmp_path)
+    # stopped inside the 6th opt.step(): the script prints each step after it, so step 5 is its last line
+    assert doc.returncode == 0 and "step 5 loss" in doc.stdout and "step 6 loss" not in doc.stdout
+    assert "stopped the command after 2 + 4 optimizer steps" in doc.stderr
+    env = {**os.environ, "DDP_LESSONS_RUNS": str(tmp_path / "runs")}
+    proc = subprocess.Popen([sys.executable, "-m", "ddp_lessons", "doctor", "--", *TORCHRUN, str(SCRIPT),
+                             "--steps", "5000"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(15)                        # the ranks are training by then (a loaded machine starts them slowly)
+    assert proc.poll() is None
+    os.killpg(proc.pid, signal.SIGINT)    # as a terminal's Ctrl-C reaches the whole group
+    _, err = proc.communicate(timeout=120)
+    assert "(interrupted)" in err and "2 rank(s) timed" in err, err[-3000:]
+
+
+@pytest.mark.parametrize("cmd,says", [([], "give the command you run today"),
+                                       (["no-such-tool-xyz"], "no such command"),
+                                       (["ls"], "not a Python program"),
+                                       (["missing.py"], "no such file")])
+def test_bad_commands_get_one_line(cmd, says):
+    with pytest.raises(command.DoctorError, match=says) as info:
+        command.resolve(cmd)
+    assert "\n" not in str(info.value)
+
+
+def test_a_command_that_exits_at_once_says_so(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "ddp_lessons", "doctor", "--", sys.executable, "-c",
+                          "raise SystemExit(5)"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 5 and "no rank was timed" in out.stderr and not (tmp_path / "runs").exists()
+
+
+def test_knobs_are_parsed_and_named():
+    assert confirm.parse("ddp.bucket_cap_mb=50").knobs == {"ddp": {"bucket_cap_mb": 50}}
+    assert confirm.parse("loader.persistent_workers=true").knobs == {"loader": {"persistent_workers": True}}
+    assert confirm.parse("threads=1").knobs == {"threads": 1}
+    for bad in ("bucket_cap_mb", "model.x=1", "ddp.x="):
+        with pytest.raises(command.DoctorError):
+            confirm.parse(bad)
+    assert confirm.name_of({"loader": {"num_workers": 1, "persistent_workers": True}}) == "num_workers=1"
+
+
+def test_each_verdict_of_a_knob_can_come_out_either_way():
+    faster = spread.compare_rounds([1.0] * 5, [0.8, 0.82, 0.85, 0.79, 0.9])
+    slower = spread.compare_rounds([1.0] * 5, [1.1, 1.2, 1.05, 1.11, 1.3])
+    mixed = spread.compare_rounds([1.0] * 5, [0.9, 1.1, 0.95, 1.02, 1.0])
+    assert confirm.verdict(faster).startswith("confirmed: saves 18%")
+    assert confirm.verdict(slower).startswith("refuted: costs 11%")
+    assert confirm.verdict(mixed).startswith("not resolvable in 5 rounds")
+    assert confirm.verdict(spread.compare_rounds([1.0] * 3, [0.5] * 3)).startswith("not resolvable: 3 rounds")
+
+
+def test_the_plan_tries_the_knob_each_finding_names():
+    from _sim import MIB, simulate
+    from ddp_lessons import Run, diagnose
+    small = [(48 << 10, i / 24, 0.001) for i in range(24)]
+    model = {"kind": "ddp", "bucket_cap_bytes": 50 << 10, "find_unused_parameters": True, "unused_parameter_bytes": 0,
+             "grad_bytes": MIB}
+    run = Run(simulate(buckets=small, model=model, data=0.02, threads=1, cores=2))
+    d = diagnose(run)
+    names = [k.name for k in confirm.plan(d, run)]
+    assert SMALL_BUCKETS in d.causes and "bucket_cap_mb=25" in names
+    assert "num_workers=1" in names and "find_unused_parameters=False" in names
+    assert ACCUMULATION not in d.causes
