@@ -125,3 +125,35 @@ def timer_in_a_subgroup(steps=3):
     out = timer.result()
     out["first_param"] = [float(x) for x in next(ddp.parameters()).flatten()[:4]]
     return out
+
+
+def gather_from_a_script(bucket_cap_mb=0.01):
+    """A script that owns its process group (as under torchrun): the timer's result of every rank
+    brought to rank 0 with `gather`; the others get None."""
+    from ddp_lessons import gather
+    model = _small_ddp_mlp(bucket_cap_mb)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    timer = StepTimer(model, batch_size=8)
+    for x in timer.data([torch.randn(8, 32) for _ in range(4)]):
+        with timer.phase("forward"):
+            loss = model(x).pow(2).mean()
+        timer.finish_step(loss, opt)
+    got = gather({"timer": timer.result(), "steps": 4})   # a worker's own key called "steps"
+    return None if got is None else [list(got), dist.get_rank()]
+
+
+def mid_step_fetch_and_buckets(steps=5):
+    """A batch fetched in the middle of each step (timer.data_wait) and DDP's buckets' tensors."""
+    import time
+    model = _small_ddp_mlp(0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    timer = StepTimer(model)
+    x = torch.randn(8, 32)
+    for _ in range(steps):
+        with timer.phase("forward"):
+            loss = model(x).pow(2).mean()
+        with timer.data_wait():
+            time.sleep(0.01)
+            x = torch.randn(8, 32)
+        timer.finish_step(loss, opt)
+    return timer.result()

@@ -380,3 +380,65 @@ def test_ddp_timings_read_on_a_sample_of_steps_are_named_and_scaled():
         assert all(("allreduce" in s) == ("exposed" in s) for s in r["steps"])
     m = measures(Run(ranks)[0])
     assert m["exposed"] > sum(s.get("exposed", 0.0) for s in ranks[0]["steps"])  # scaled to every step
+
+
+# -- what the timer sees through torch's hooks ---------------------------------
+
+def test_the_timer_tells_optimizer_steps_from_micro_steps_without_being_told():
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    timer = StepTimer(model)   # a plain model: the 1-process baseline
+    for i in range(8):
+        with timer.phase("forward"):
+            loss = model(torch.randn(2, 4)).sum()
+        with timer.phase("backward"):
+            loss.backward()
+        if i % 4 == 3:
+            opt.step()           # no phase named "optimizer": torch's hook tells the timer
+        timer.step_done()
+    steps = timer.result()["steps"]
+    assert [s["optimizer_steps"] for s in steps] == [0, 0, 0, 1] * 2
+    assert Rank(timer.result()).iterations(0) == pytest.approx(
+        [sum(s["step_time"] for s in steps[:4]), sum(s["step_time"] for s in steps[4:])], rel=0.5)
+
+
+def test_an_optimizer_timed_after_its_micro_step_closed_belongs_to_that_micro_step():
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    timer = StepTimer(model)
+    for i in range(4):
+        with timer.phase("forward"):
+            loss = model(torch.randn(2, 4)).sum()
+        with timer.phase("backward"):
+            loss.backward()
+        timer.step_done()
+        if i % 2 == 1:
+            with timer.phase("optimizer"):   # a phase of its own, after step_done: not a step of its own
+                opt.step()
+            timer.step_done()
+    steps = timer.result()["steps"]
+    assert len(steps) == 4 and [s["optimizer_steps"] for s in steps] == [0, 1, 0, 1]
+    assert "optimizer" in steps[1]["phases"] and "optimizer" not in steps[0]["phases"]
+
+
+def test_a_phase_named_like_the_timers_own_numbers_is_refused():
+    timer = StepTimer(None)
+    for name in ("data", "step_time", "wait", "exposed", "allreduce"):
+        with pytest.raises(ValueError, match="timer's own per-step numbers.*data_wait"):
+            timer.phase(name)
+
+
+def test_gather_brings_every_ranks_result_to_rank_0_in_a_script_that_owns_its_group():
+    out = launch(w.gather_from_a_script, world_size=2)
+    assert out[1] is None
+    ranks, me = out[0]
+    assert me == 0 and [Rank(v).rank for v in ranks] == [0, 1] and all(v["steps"] == 4 for v in ranks)
+    assert len(Run(ranks)) == 2
+
+
+def test_a_batch_fetched_mid_step_is_its_data_wait_and_the_buckets_tensors_are_kept():
+    (res,) = launch(w.mid_step_fetch_and_buckets, world_size=1)
+    assert all(s["data"] >= 0.009 for s in res["steps"]) and len(res["steps"]) == 5
+    tensors = res["model"]["bucket_tensors"]
+    assert len(tensors) >= 2 and sum(map(sum, tensors)) == res["model"]["grad_bytes"]
+    assert res["model"]["find_unused_parameters"] is False and res["kind"] == "ddp-lessons/step-timer"

@@ -110,3 +110,24 @@ def test_the_command_line_refuses_a_record_it_cannot_replay_in_one_line():
     ok = subprocess.run([sys.executable, "-m", "ddp_lessons", "whatif", "case1-h200-broken", "--link",
                          "pcie3-x16"], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "exposed per step" in ok.stdout
+
+
+def test_whatif_takes_what_diagnose_takes_and_says_what_it_mixes():
+    from _sim import MIB, simulate
+    from ddp_lessons import Run
+    two = simulate(world=2, n=20, transfer=0.05, buckets=[(8 * MIB, 0.5, 0.001), (8 * MIB, 1.0, 0.0)], passes=2)
+    p = whatif(Run(two), "pcie4-x16", 2)
+    assert any("a CPU run with a GPU link" in n for n in p.notes)
+    # 10 steps per pass on each of 2 ranks: 20 per epoch in all, split over 4 ranks: 5 each
+    assert p.steps_per_epoch == 20 and whatif(two, "pcie4-x16", 4).epoch_predicted == pytest.approx(
+        5 * whatif(two, "pcie4-x16", 4).median("predicted"))
+    # the recorded 50 ms exposed all-reduce swapped for PCIe's: faster than recorded, and it says why
+    assert p.median("efficiency") > 1 and any("efficiency above 1" in n for n in p.notes)
+    assert "efficiency above 1" in str(p)
+    fitted = from_fit({"latency": 1e-4, "bandwidth": 1e9, "world_size": 2}, 2)
+    assert not any("GPU link" in n for n in whatif(two, fitted, 2).notes)
+    long = whatif(two, "pcie4-x16", 2, epochs=100)
+    assert long.run_predicted == pytest.approx(100 * long.epoch_predicted) and "100 epochs" in str(long)
+    assert whatif(two, "pcie4-x16", 2, iterations=1000).run_predicted == pytest.approx(1000 * p.median("predicted"))
+    with pytest.raises(ValueError, match="not both"):
+        whatif(two, "pcie4-x16", 2, epochs=1, iterations=1)

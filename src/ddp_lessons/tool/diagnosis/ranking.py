@@ -43,8 +43,8 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
     suspects = [F.small_buckets(ms, run, setting)] if world > 1 else []
     host, host_undecided = F.host_bound(ms, run)
     found += [F.data(ms, att, setting, run), F.untimed(ms, att), host]
-    ranked = sorted((f for f in found if f is not None), key=lambda f: -f.seconds)
-    ranked += [f for f in suspects if f is not None]
+    # one order for all, by seconds: a suspected finding's are an estimate, and it says so
+    ranked = sorted((f for f in found + suspects if f is not None), key=lambda f: -f.seconds)
     summary = [{"rank": m["rank"], "wall": m["wall"], "n_steps": m["steps"],
                 "steps": r.account["steps"] if m["account"] else m["wall"],
                 "outside": sum(m["outside"].values()), "outside_work": dict(m["outside"]),
