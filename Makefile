@@ -58,18 +58,18 @@ test: install-test browser-deps lint
 	$(BIN)/python -m pytest $(NBVAL) tests notebooks
 
 unit: install-test
-	$(BIN)/python -m pytest tests --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest tests --ignore=tests/repo/test_browser.py
 
 # While editing: the unit tests without the slow multi-process ones (`make test` runs them all).
 quick: install-test
-	$(BIN)/python -m pytest tests --ignore=tests/test_browser.py -m "not slow"
+	$(BIN)/python -m pytest tests --ignore=tests/repo/test_browser.py -m "not slow"
 
 nbval: install-test
 	$(BIN)/python -m pytest $(NBVAL) notebooks
 
 # The torchrun exit race, 20 runs in a row (`make test` runs the loop twice).
 stress: install-test
-	DDP_LESSONS_STRESS_RUNS=20 $(BIN)/python -m pytest tests/test_torchrun_stress.py
+	DDP_LESSONS_STRESS_RUNS=20 $(BIN)/python -m pytest tests/tool/test_torchrun_stress.py
 
 # Every verdict of the notebooks, RUNS times (HOG busy processes beside them): does any come out
 # otherwise than stored? Appends to data/runs/verdict-stability-cpu2.json (RECORD=... for another).

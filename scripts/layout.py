@@ -4,7 +4,7 @@
     python scripts/layout.py --write   put it into README.md, between its layout markers
 
 One entry per package: its path, the first sentence of its docstring, and its
-modules and subpackages. tests/test_layout.py checks that the README holds
+modules and subpackages. tests/repo/test_layout.py checks that the README holds
 exactly this, so the README cannot drift from the code.
 """
 

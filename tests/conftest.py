@@ -9,11 +9,17 @@ Notebooks (nbval, under notebooks/) are outside this directory and unaffected.
 
 import os
 import signal
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import psutil
 import pytest
+
+# The shared helpers (workers that spawned children import by name, simulated runs, the browser's and
+# the notebooks' support) live in tests/support, put on the path here for every folder of tests.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 # A suite started in the background (`cmd &` in a non-interactive shell) inherits SIGINT
 # ignored, and so would every process it starts: the tests that interrupt a launch, as

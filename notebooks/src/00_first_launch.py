@@ -159,7 +159,7 @@ except Exception as e:
 
 # %% [markdown]
 # After each of these, no worker process, port or temporary file is left, and the next launch works
-# (tests/test_launch.py checks each case, and interrupting the kernel too).
+# (tests/tool/test_launch.py checks each case, and interrupting the kernel too).
 #
 # ## What an all-reduce costs here
 # `allreduce.sweep` times all-reduces of float32 tensors from 4 KiB to 16 MiB on every rank (to

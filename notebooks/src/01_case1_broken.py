@@ -210,7 +210,7 @@ for row in per_rank(two):
 # %% [markdown]
 # Every step hands DDP's all-reduce the whole gradient, the unused heads' zeros included: with
 # `find_unused_parameters=True` DDP marks an unused parameter ready with a zero gradient and still
-# reduces its bucket. That is a fact of the code, the same on any machine (`tests/test_case1.py` checks
+# reduces its bucket. That is a fact of the code, the same on any machine (`tests/cases/case1/test_case1_train.py` checks
 # it); only its cost depends on the link.
 
 # %% [markdown]

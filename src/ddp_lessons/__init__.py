@@ -1,6 +1,6 @@
 """ddp-lessons: measure why a DDP run is slower on several GPUs than on one.
 
-Three homes, arrows pointing down (tests/test_architecture.py):
+Three homes, arrows pointing down (tests/repo/test_architecture.py):
 
 - `tool`: what a practitioner imports; `import ddp_lessons` loads it and
   nothing else, and the names below come from it;

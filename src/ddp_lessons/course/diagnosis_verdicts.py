@@ -1,6 +1,6 @@
 """Verdicts on a `Diagnosis`: a lesson checks what `diagnose` says against what
 the lesson measured itself. Each takes `Diagnosis.causes` (most costly first)
-and comes out either way (tests/test_diagnose_claims.py).
+and comes out either way (tests/course/test_diagnose_claims.py).
 Used in notebooks 05 and 07.
 """
 
@@ -25,7 +25,7 @@ def ranks_first(causes: list, cause: str, label: str) -> V.Verdict:
 
 
 def names(causes: list, expected: list, label: str) -> V.Verdict:
-    """`diagnose` names every cause in `expected` among its findings (tests/test_diagnose_claims.py)."""
+    """`diagnose` names every cause in `expected` among its findings (tests/course/test_diagnose_claims.py)."""
     missing = [c for c in expected if c not in causes]
     v = V.exact(f"diagnose names {label}", len(expected) - len(missing), expected=len(expected),
                 what="the lesson's causes it names",

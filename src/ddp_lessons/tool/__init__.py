@@ -1,7 +1,7 @@
 """The tool: what a practitioner imports to find out why their DDP run is slow.
 
 Nothing here imports the course (`ddp_lessons.course`) or its cases. From the
-ground up (tests/test_architecture.py checks the order):
+ground up (tests/repo/test_architecture.py checks the order):
 
 - runtime (what a worker asks about its run), paths (where data and records
   live), spread (statistics of repeated runs), ddp (the wrap, gradient bytes),

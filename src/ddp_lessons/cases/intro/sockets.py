@@ -2,7 +2,7 @@
 
 The launcher keeps a one-machine run on loopback (a FileStore rendezvous,
 GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME set to `lo`); this worker checks
-it, on gloo (tests/test_launch.py) and on NCCL (benchmarks/nccl_loopback.py).
+it, on gloo (tests/tool/test_launch.py) and on NCCL (benchmarks/nccl_loopback.py).
 Defined in notebook 00_first_launch.
 """
 

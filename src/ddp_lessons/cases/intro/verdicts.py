@@ -1,7 +1,7 @@
 """Notebook 00's claims, each decided by the run's own numbers (`ddp_lessons.tool.verdict`).
 
 Every function takes plain numbers (what the notebook measured or a record
-holds) and returns a Verdict that can come out either way; tests/test_claims_intro.py
+holds) and returns a Verdict that can come out either way; tests/cases/intro/test_intro_claims.py
 gives each one the numbers that make it come out otherwise.
 """
 

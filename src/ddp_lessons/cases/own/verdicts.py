@@ -1,7 +1,7 @@
 """Notebook 07's claims, each decided by the run's numbers (`ddp_lessons.tool.verdict`).
 
 Each function takes plain numbers (lists, dicts) and returns a Verdict that
-could have come out either way; tests/test_claims_own.py gives each a
+could have come out either way; tests/cases/own/test_own_claims.py gives each a
 counter-example. Defined in notebook 07_diagnose_your_own_run.
 """
 

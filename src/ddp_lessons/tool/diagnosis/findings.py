@@ -10,7 +10,7 @@ import statistics
 from . import advice
 from .causes import (ACCUMULATION, CAUSES, DATA, EXPOSED, HOST_BOUND, JITTER, LAST_BUCKET, LATENCY, OUTSIDE,
                      SMALL_BUCKETS, STARTUP, UNTIMED, WAITING)
-from .report import SUSPECTED, Finding
+from .report import MEASURED, SUSPECTED, Finding
 
 # A cause is listed when it costs at least 3% of a rank's window (its time from the first step on) on
 # the rank where it costs most: a rerun of the same run varies by a few % on a quiet machine, so a
@@ -179,7 +179,8 @@ def transfer(ms, run, setting) -> list:
 def small_buckets(ms, run, setting) -> object:
     """Many small buckets: each pays the all-reduce's fixed cost; on shared cores the overlapped calls
     take cycles from the backward, so the cost shows as a slower backward, not as exposed time. Its
-    seconds are an estimate (calls above the default cap's count x the cost per call): suspected."""
+    seconds: the exposed transfer after every rank was ready (measured, and then not a finding of its
+    own) or, where larger, an estimate of every extra call's fixed cost (suspected)."""
     m = max(ms, key=lambda x: x["buckets"]["count"] if x["buckets"] else 0)
     b = m["buckets"]
     if not b or b["count"] < MANY_BUCKETS or b["bytes"] / b["count"] > SMALL_MESSAGE:
@@ -189,15 +190,19 @@ def small_buckets(ms, run, setting) -> object:
     model = run[0].model
     extra = b["count"] - (int(b["bytes"] // advice.DEFAULT_CAP) + 2)
     syncs = m["steps"] - m["micro_quiet"]
-    secs = max(0.0, extra * per_call * syncs) if per_call else None
+    est = max(0.0, extra * per_call * syncs) if per_call else None
+    exposed = [x["transfer"] for x in ms]
+    for x in ms:   # the exposed transfer is these buckets' too: charged here, once
+        x["transfer"] = 0.0
     source = "the all-reduce fit" if setting.per_call else "this run's quickest small buckets"
-    cost = (f"about {extra} extra calls a step x {per_call * 1e3:.3g} ms a call ({source}) over {syncs} steps"
-            if secs is not None else "its cost per call is unknown")
-    detail = f"{b['count']} buckets a step, {b['bytes'] / b['count'] / 1024:.3g} KiB each (median): {cost}"
+    cost = (f"every extra call's fixed cost about {est:.3g} s ({extra} extra calls a step x {per_call * 1e3:.3g} "
+            f"ms, {source}, over {syncs} steps)" if est is not None else "the cost per call is unknown")
+    detail = (f"{b['count']} buckets a step, {b['bytes'] / b['count'] / 1024:.3g} KiB each (median); exposed after "
+              f"every rank was ready, s per rank: {_fmt(exposed)}; {cost}")
     change = advice.small_buckets(model.get("bucket_cap_bytes"), b["count"], b["bytes"] / b["count"], b["bytes"])
-    per = [secs if x is m else 0.0 for x in ms]
-    return make(SMALL_BUCKETS, "", per, ms, detail, change, status=SUSPECTED, floor=secs is not None,
-                knob={"ddp": {"bucket_cap_mb": 25}})
+    per = [max(e, est or 0.0) for e in exposed]
+    status = MEASURED if est is None or max(exposed) >= est else SUSPECTED
+    return make(SMALL_BUCKETS, "", per, ms, detail, change, status=status, knob={"ddp": {"bucket_cap_mb": 25}})
 
 
 def host_bound(ms, run) -> tuple[object, str | None]:

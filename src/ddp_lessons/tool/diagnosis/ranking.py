@@ -38,13 +38,13 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
         for m, a in zip(ms, att["ranks"], strict=True):
             _scale(m, a, factor)
     found = F.outside(ms, att, world)
-    if world > 1:
+    if world > 1:   # many small buckets first: the exposed transfer is theirs then
+        found += [F.small_buckets(ms, run, setting)]
         found += F.waiting(ms, att, setting) + F.transfer(ms, run, setting) + [F.accumulation(ms)]
-    suspects = [F.small_buckets(ms, run, setting)] if world > 1 else []
     host, host_undecided = F.host_bound(ms, run)
     found += [F.data(ms, att, setting, run), F.untimed(ms, att), host]
     # one order for all, by seconds: a suspected finding's are an estimate, and it says so
-    ranked = sorted((f for f in found + suspects if f is not None), key=lambda f: -f.seconds)
+    ranked = sorted((f for f in found if f is not None), key=lambda f: -f.seconds)
     summary = [{"rank": m["rank"], "wall": m["wall"], "n_steps": m["steps"],
                 "steps": r.account["steps"] if m["account"] else m["wall"],
                 "outside": sum(m["outside"].values()), "outside_work": dict(m["outside"]),

@@ -1,7 +1,7 @@
 """Each second of waiting charged once, to what made the slowest rank late.
 
 At an all-reduce every rank waits for the last one to be ready. Between two all-reduces every rank
-starts together (the previous one released them all), so a rank's wait at the next one is how much
+starts together (the previous one released them all; before the first, the timer's reference), so a rank's wait at the next one is how much
 longer the late rank took since then. `attribute` takes each wait apart by what the late rank did more
 than the waiting one in that span: named work outside the steps (one rank evaluating, saving), the
 data wait, untimed host work, and compute. What compute explains is imbalance when one rank is the
@@ -58,6 +58,8 @@ def _syncs(rank) -> list:
     """(step, ready, release) on the rank's own axis for each step with a wait, in order."""
     out = []
     for s in rank.steps():
+        if not (s.get("buckets") or s.get("allreduce_calls")) or s.get("sync") is False:
+            continue   # sent nothing (no_sync): no all-reduce to meet at
         ready = s.get("ready", ready_time(s))
         if s.get("wait") is not None and ready is not None:
             out.append((s, ready, ready + (s.get("exposed") or 0.0)))
@@ -70,12 +72,15 @@ def attribute(ranks) -> dict:
     with a compute gap), `slower` (the rank named slower, or None) and its `gap` per phase."""
     n = len(ranks)
     per = [{"charged": {}, "imbalance": 0.0, "jitter": 0.0, "compute": 0.0} for _ in ranks]
-    out = {"ranks": per, "late": [], "slower": None, "gap": {}}
+    # `charges`: (all-reduce index j, the waiting rank, the late rank, what, seconds) for each charge
+    out = {"ranks": per, "late": [], "slower": None, "gap": {}, "charges": []}
     if n < 2:
         return out
     syncs = [_syncs(r) for r in ranks]
     shifts = [_shift(r, ranks) for r in ranks]
-    starts = [min((s["t_start"] for s in r.steps()), default=0.0) for r in ranks]
+    # before the first all-reduce the ranks last met where the timer took its reference: a barrier, or
+    # (the doctor's) right after DDP's constructor, whose broadcast every rank passes
+    starts = [0.0] * n
     for j in range(min(len(x) for x in syncs)):
         common = [syncs[i][j][1] + shifts[i] for i in range(n)]
         q = max(range(n), key=common.__getitem__)
@@ -93,6 +98,7 @@ def attribute(ranks) -> dict:
                 take = min(w, max(0.0, gap[k]))
                 if take > 0:
                     per[i]["charged"][k] = per[i]["charged"].get(k, 0.0) + take
+                    out["charges"].append((j, ranks[i].rank, ranks[q].rank, k, take))
                     w -= take
             take = min(w, max(0.0, gap[("compute",)]))
             per[i]["compute"] += take

@@ -2,7 +2,7 @@
 
 The notebook-friendly counterpart of `torchrun`: the same worker function runs under both (see
 `ddp_lessons.tool.runtime.run`). Defined in notebook 00_first_launch. What it guarantees, each checked
-by tests/test_launch.py: bad input is refused before any process starts (world size, GPUs, a worker
+by tests/tool/test_launch.py: bad input is refused before any process starts (world size, GPUs, a worker
 defined in a notebook cell under forkserver or spawn, CUDA initialised before fork); the rendezvous goes
 through a FileStore in a private temporary directory (no socket is opened for it, and gloo is kept on
 the loopback interface); a failing run raises within seconds, naming the rank that failed first; no

@@ -34,7 +34,7 @@ class EventRing:
     A mark is one `record()` on the current stream, never an `Event()` construction. Nothing is
     read while the ring has room; when it is full, the older half is read (`mark`) and those slots
     are recorded again. `seconds()` synchronises once and reads the rest. The factory lets the
-    bookkeeping be tested on CPUs with fake events (tests/test_timing.py).
+    bookkeeping be tested on CPUs with fake events (tests/tool/test_timing.py).
     """
 
     def __init__(self, make_event, size: int = 4096, finish=None, record=None, prime=False):

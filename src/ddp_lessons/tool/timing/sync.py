@@ -108,6 +108,7 @@ def ready_time(step) -> float | None:
     if step["buckets"]:
         return step["t_start"] + max(b["start"] for b in step["buckets"])
     bwd = step["phases"].get("backward")
-    if bwd is None or "exposed" not in step:
+    # a step that sent nothing (a micro-step under no_sync) has no all-reduce to be ready for
+    if bwd is None or "exposed" not in step or not step.get("allreduce_calls") or step.get("sync") is False:
         return None
     return step["t_start"] + bwd[1] - step["exposed"]

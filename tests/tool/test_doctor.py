@@ -1,6 +1,6 @@
 """The doctor on scripts that never import the package: the diagnosis names what was planted, the
 script's own output and exit status pass through, nothing is left behind; bad commands get one line;
-the knobs and their verdicts. (`tests/scripts/plain_ddp.py`: rank 0 evaluates alone, accumulation
+the knobs and their verdicts. (`tests/support/scripts/plain_ddp.py`: rank 0 evaluates alone, accumulation
 without no_sync.)"""
 
 import os
@@ -16,8 +16,8 @@ from ddp_lessons.tool import spread
 from ddp_lessons.tool.diagnosis.causes import ACCUMULATION, OUTSIDE, SMALL_BUCKETS
 from ddp_lessons.tool.doctor import command, confirm
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "tests" / "scripts" / "plain_ddp.py"
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tests" / "support" / "scripts" / "plain_ddp.py"
 BIN = Path(sys.executable).parent
 TORCHRUN = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node", "2"]
 

@@ -7,7 +7,7 @@ as jupytext's refusal of a pair out of step) and run: Run All Cells, then no
 cell may raise, the plots are drawn again, and every slider and dropdown
 changes its cell's output. $DDP_LESSONS_BROWSER_OPEN=all also opens every
 other notebook and checks its stored outputs render. nbval executes every
-notebook and compares every output, and tests/test_notebooks.py checks every
+notebook and compares every output, and tests/repo/test_notebooks.py checks every
 stored output statically (no error, every image decodes, the pair in step);
 doing it all here too would add minutes for what one notebook shows (the
 kernel, the widget manager and the launcher work in a real JupyterLab). A
@@ -34,10 +34,10 @@ import pytest
 
 try:
     from . import browser_support as bs
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
+except ImportError:  # tests/support is on sys.path (tests/conftest.py)
     import browser_support as bs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = Path(os.environ.get("DDP_LESSONS_BROWSER_NOTEBOOKS", REPO / "notebooks")).resolve()
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 RUN = os.environ.get("DDP_LESSONS_BROWSER_RUN", "00_first_launch")

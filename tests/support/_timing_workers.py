@@ -1,4 +1,4 @@
-"""Workers for tests/test_timing.py (spawned children import this module by name)."""
+"""Workers for tests/tool/test_timing.py (spawned children import this module by name)."""
 
 import torch
 import torch.distributed as dist

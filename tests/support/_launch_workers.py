@@ -1,4 +1,4 @@
-"""Workers for tests/test_launch.py (spawned children import this module by name)."""
+"""Workers for tests/tool/test_launch.py (spawned children import this module by name)."""
 
 import os
 import time

@@ -15,7 +15,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _norm(req):
@@ -244,6 +244,7 @@ def test_the_light_install_is_the_tool_alone_and_it_runs(tmp_path):
     """`pip install .` beside a torch already there: none of the course's packages, and launch, StepTimer
     and diagnose work from it (the figures say which extra they need, in one line)."""
     from importlib import metadata
+    (tmp_path / "checkout").mkdir()
     site = tmp_path / "torch-site"   # torch and what it needs, as a machine with torch already has them
     site.mkdir()
     for name in _torch_closure():
@@ -257,7 +258,13 @@ def test_the_light_install_is_the_tool_alone_and_it_runs(tmp_path):
     (sp,) = (venv / "lib").glob("python3*/site-packages")
     (sp / "torch-there.pth").write_text(str(site) + "\n")
     py = venv / "bin" / "python"
-    out = subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(ROOT)], capture_output=True, text=True,
+    src = tmp_path / "checkout"   # a copy: setuptools builds in the source folder, and the checkout keeps no build/
+    for part in ("pyproject.toml", "README.md", "LICENSE", "src"):
+        if (ROOT / part).is_dir():
+            shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy(ROOT / part, src / part)
+    out = subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(src)], capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     listed = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,

@@ -1,4 +1,4 @@
-"""Workers for tests/test_diagnose.py (spawned children import this module by name)."""
+"""Workers for tests/tool/test_diagnose.py (spawned children import this module by name)."""
 
 import time
 

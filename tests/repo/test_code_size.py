@@ -4,7 +4,7 @@
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 60
 

@@ -59,7 +59,7 @@ def test_bad_input_is_refused_in_one_line():
 
 def test_printed_verdict_line_survives_sanitising_and_numbers_do_not():
     cfg = ConfigParser()
-    cfg.read(Path(__file__).resolve().parents[1] / "nbval_sanitize.cfg")
+    cfg.read(Path(__file__).resolve().parents[2] / "nbval_sanitize.cfg")
     text = str(V.repeats("2 ranks are slower", [1.21, 1.3, 1.34, 1.25, 1.28], side=">", limit=1.0, what="ratio"))
     for sec in cfg.sections():
         text = re.sub(cfg[sec]["regex"], cfg[sec]["replace"], text)

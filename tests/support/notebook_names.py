@@ -3,7 +3,7 @@
 Read from the notebooks' sources (notebooks/src/*.py, ast): a name imported
 from ddp_lessons and called, or an attribute of an imported ddp_lessons module
 or class that is called (`verdicts.same_counts(...)`, `case1.Options.fixed()`).
-Used by tests/test_layout.py: each such function or class says "Defined in
+Used by tests/repo/test_layout.py: each such function or class says "Defined in
 notebook NN_name" in its docstring, naming that first notebook (as d2l tags
 every helper with the section that defines it).
 """
@@ -15,7 +15,7 @@ import importlib
 import inspect
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "notebooks" / "src"
 
 

@@ -1,4 +1,4 @@
-"""Workers for tests/test_launch_errors.py (spawned children import this module by name)."""
+"""Workers for tests/tool/test_launch_errors.py (spawned children import this module by name)."""
 
 import torch.distributed as dist
 

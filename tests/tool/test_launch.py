@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 import types
+from pathlib import Path
 
 import psutil
 import pytest
@@ -203,7 +204,7 @@ INTERRUPTED = textwrap.dedent("""
 
 @pytest.mark.parametrize("worker", ["sleep_forever", "stuck_in_collective"])
 def test_interrupt_stops_every_worker_within_5_s(worker, tmp_path):
-    script = INTERRUPTED.format(tests=os.path.dirname(__file__), worker=worker)
+    script = INTERRUPTED.format(tests=str(Path(__file__).resolve().parents[1] / "support"), worker=worker)
     # A new session: SIGINT goes to the whole group, as Jupyter's interrupt does.
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                             start_new_session=True, env=dict(os.environ, TMPDIR=str(tmp_path)))

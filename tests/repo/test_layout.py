@@ -12,9 +12,9 @@ from pathlib import Path
 
 import notebook_names
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
-import layout  # noqa: E402  (scripts/layout.py, as tests/test_notebooks.py reads scripts/notebooks.py)
+import layout  # noqa: E402  (scripts/layout.py, as tests/repo/test_notebooks.py reads scripts/notebooks.py)
 
 PACKAGE = ROOT / "src" / "ddp_lessons"
 MODULE_DOC_LINES = 10      # a module's docstring: what it is for; the why sits at the line it explains

@@ -36,7 +36,7 @@ def test_every_notebook_exercise_is_registered_by_the_module_it_imports():
     import importlib
     import re
     from pathlib import Path
-    for src in (Path(__file__).resolve().parents[1] / "notebooks" / "src").glob("*.py"):
+    for src in (Path(__file__).resolve().parents[2] / "notebooks" / "src").glob("*.py"):
         text = src.read_text()
         asked = set(re.findall(r'check\("(\d\d\.\d+)"', text))
         (module,) = re.findall(r"^from (ddp_lessons\.[a-z0-9_.]+) import check$", text, re.M)

@@ -11,7 +11,7 @@ from ddp_lessons.tool import verdict as V
 from ddp_lessons.cases.case1 import ablation, buckets, readout, verdicts
 from ddp_lessons.cases.case1.loop import graph_nodes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 H, F, U = V.HOLDS, V.FAILS, V.UNRESOLVED
 
 

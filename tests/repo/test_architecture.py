@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "ddp_lessons"
 CASES = ("intro", "case1", "case2", "own")   # under ddp_lessons.cases: never import each other
 TOP = ("cli", "__main__")             # the top floor

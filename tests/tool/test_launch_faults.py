@@ -20,7 +20,7 @@ from ddp_lessons import WorkerTimeout, launch
 from ddp_lessons.cases.intro import workers as toy
 from ddp_lessons.tool.launcher import cleanup
 
-TESTS = os.path.dirname(__file__)
+TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support")
 
 LAUNCHER = textwrap.dedent("""
     import os, sys

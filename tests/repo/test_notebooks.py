@@ -10,7 +10,7 @@ import pytest
 from jupytext.config import load_jupytext_config
 from jupytext.paired_paths import paired_paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import notebooks as build  # noqa: E402
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = int(os.environ.get("DDP_LESSONS_STRESS_RUNS", "2"))
 RUN_TIMEOUT_S = 120
 MARKER = "DDP_LESSONS_STRESS_RUN"  # set in every process of a run, to find any left behind

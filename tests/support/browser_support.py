@@ -1,4 +1,4 @@
-"""JupyterLab and Chromium for tests/test_browser.py.
+"""JupyterLab and Chromium for tests/repo/test_browser.py.
 
 `LabServer` runs JupyterLab on 127.0.0.1 from throwaway config, settings,
 workspace, runtime and kernelspec directories; `open_browser` starts Debian's
