@@ -1,6 +1,6 @@
 """Does `diagnose` name causes planted in a run, through the public API only?
 
-The workload of `ddp_lessons.course.planted` (a tied-embedding language model, gradient accumulation
+The workload of `benchlib.planted` (a tied-embedding language model, gradient accumulation
 over 4 micro-steps without no_sync, rank 0 saving checkpoints, rank 1's sequences 1.5x longer) on 2
 ranks, in --rounds interleaved rounds of every variant (each but "all" removes one cause). Per run:
 the causes `diagnose` named, with their seconds and shares. Saves a record (kind "planted-causes").
@@ -11,11 +11,15 @@ the causes `diagnose` named, with their seconds and shares. Saves a record (kind
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 from ddp_lessons import diagnose, launch
-from ddp_lessons.course.planted import VARIANTS, planted
 from ddp_lessons.tool import records, spread
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchlib, for this process and its workers
+from benchlib.planted import VARIANTS, planted  # noqa: E402
 
 
 def main():

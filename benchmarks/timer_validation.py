@@ -1,6 +1,6 @@
 """Does StepTimer stay out of the way on NCCL, and does it agree with the profiler?
 
-One run answers it (`ddp_lessons.course.timer_validation.bench` is the worker, `timer_agree`
+One run answers it (`benchlib.timer_bench` is the worker, `timer_agree`
 the checks, `timer_check` reads the record back). Parts, each its own launch:
 
   main   world size 1: modes builtin (DDP's C++ all-reduce, no timer), light,
@@ -37,15 +37,18 @@ import contextlib
 import json
 import os
 import tempfile
+import sys
 import time
 from pathlib import Path
 
 from ddp_lessons import launch
 from ddp_lessons.tool import records
 from ddp_lessons.tool.launcher import visible_gpus
-from ddp_lessons.course.timer_validation.agree import fr_probe
-from ddp_lessons.course.timer_validation.validate import validate
 from ddp_lessons.course.timer_validation.check import summarize_run, validation_summary
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchlib, for this process and its workers
+from benchlib.timer_agree import fr_probe  # noqa: E402
+from benchlib.timer_validate import validate  # noqa: E402
 
 FR_ENV = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "TORCH_FR_BUFFER_SIZE": "2000"}
 LOG_WORDS = ("TORCH_NCCL_ENABLE_TIMING", "duration", "Flight", "TRACE_BUFFER", "EVENT_CACHE")

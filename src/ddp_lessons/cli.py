@@ -5,7 +5,8 @@ Each command runs the same worker functions as the notebooks, two ways:
   torchrun --standalone --nproc_per_node 2 -m ddp_lessons allreduce
 Under torchrun `--nproc` is ignored: torchrun's WORLD_SIZE wins. Rank 0
 prints the summary and, with `--record NAME`, saves a run record to data/runs/.
-Case modules add their own commands (see `COMMANDS`).
+Each case declares its own commands (`Case.commands`, read through
+`ddp_lessons.cases.registry()`); the tool's are in `TOOL_COMMANDS`.
 """
 
 from __future__ import annotations
@@ -15,23 +16,19 @@ import importlib
 import sys
 
 
+from .cases import registry
+
 # command -> "module:function" that adds the command's arguments and returns its
 # runner. Imported by name so that only the chosen command's module loads
 # (Lightning is slow to import); the modules named import `tool.commands`, never this one.
-COMMANDS = {
-    "info": "ddp_lessons.cases.intro.cli:info_command",
-    "hello": "ddp_lessons.cases.intro.cli:hello_command",
-    "allreduce": "ddp_lessons.cases.intro.cli:allreduce_command",
-    "train-mlp": "ddp_lessons.cases.intro.cli:train_mlp_command",
-    "error-demos": "ddp_lessons.cases.intro.cli:error_demos_command",
-    "case1": "ddp_lessons.cases.case1.cli:cli_command",
-    "make-vqa-data": "ddp_lessons.cases.case1.synthetic:cli_command",
-    "case2": "ddp_lessons.cases.case2.cli:cli_command",
+TOOL_COMMANDS = {
     "whatif": "ddp_lessons.tool.predict.cli:whatif_command",
     "diagnose": "ddp_lessons.tool.diagnosis.cli:diagnose_command",
     "compare": "ddp_lessons.tool.diagnosis.cli:compare_command",
     "doctor": "ddp_lessons.tool.doctor.cli:doctor_command",
 }
+COMMANDS = {**{name: target for case in registry().values() for name, target in case.commands.items()},
+            **TOOL_COMMANDS}
 
 
 def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, dict]:

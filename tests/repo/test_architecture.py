@@ -38,7 +38,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "ddp_lessons"
-CASES = ("intro", "case1", "case2", "own")   # under ddp_lessons.cases: never import each other
+from ddp_lessons.cases import NAMES as CASES   # noqa: E402 - the cases, as the package lists them: never each other
 TOP = ("cli", "__main__")             # the top floor
 FLOORS = ("tool", "course", "cases", "top")  # bottom up; a case's floor is its own name, at "cases"
 # The tool's parts, bottom up (see src/ddp_lessons/tool/__init__.py).
@@ -180,10 +180,25 @@ def test_the_graph_sees_every_kind_of_import(graph):
     assert f"{t}.runtime" in graph[f"{t}.launcher.parent"]                 # from ..runtime import x
     assert f"{t}.launcher" in graph[f"{c}.intro.workers"]                  # from ...tool.launcher import x
     assert f"{c}.case2.lightning_timer" in graph[f"{c}.case2.lightning"]   # inside a function
-    assert {f"{c}.case1", f"{c}.case1.cli", f"{c}.case2.cli"} <= graph[f"{p}.cli"]  # import strings
+    assert {f"{c}.case1.cli", f"{c}.case1.synthetic"} <= graph[f"{c}.case1"]   # import strings (its Case)
+    assert f"{c}" in graph[f"{p}.cli"] and f"{t}.doctor.cli" in graph[f"{p}.cli"]
     assert graph[f"{p}.__main__"] == {f"{p}.cli"}
     assert {"tool", "course", "top", *CASES} == {_floor(n) for n in graph} - {"cases"}
     assert {n.split(".")[2] for n in graph if _tier(n) is not None} == {m for tier in TOOL_TIERS for m in tier}
+
+
+SKELETON = ("options", "plan", "train", "readout", "claims", "exercises", "cli")
+
+
+def test_every_case_declares_itself_and_has_the_same_skeleton():
+    from ddp_lessons.cases import registry
+    for name, case in registry().items():
+        folder = SRC / PACKAGE / "cases" / name
+        missing = [m for m in SKELETON if not (folder / f"{m}.py").exists() and not (folder / m).is_dir()]
+        assert not missing, f"case {name} lacks {missing} (course/contract.py says what each holds)"
+        assert case.name == name and case.notebooks and case.exercises and case.claims
+        stems = [p.stem for p in folder.rglob("*.py") if p.stem != "__init__"]
+        assert len(stems) == len(set(stems)), f"case {name}: two modules share a name"
 
 
 def test_no_import_cycle(graph):

@@ -1,9 +1,12 @@
 """Load a script of benchmarks/ as a module (the scripts are not a package)."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.append(str(BENCHMARKS))   # benchlib: what only the benchmarks use
 
 
 def load(name: str):

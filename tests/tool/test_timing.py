@@ -9,7 +9,8 @@ import torch
 from ddp_lessons.tool import hooks
 from ddp_lessons import launch
 from ddp_lessons.cases.intro import workers as toy
-from ddp_lessons.course.timer_validation.agree import kernels_against_timer
+import _benchmarks  # noqa: F401 - puts benchmarks/ on the path
+from benchlib.timer_agree import kernels_against_timer
 from ddp_lessons.course.timer_validation.check import summarize_run, validation_summary
 from ddp_lessons.tool.runs import Rank, Run
 from ddp_lessons.tool.timing import StepTimer

@@ -24,7 +24,16 @@ from .readout import by_run, epoch_span, per_rank, throughput
 from .synthetic import TINY_DATA, make_vqa_dataset, tiny_dataset
 from .train import evaluate_worker, train, train_many
 
-__all__ = ["Options", "parse_override", "train", "train_many", "evaluate", "evaluate_worker",
+from ...course.contract import Case
+
+CASE = Case("case1", "a plain-PyTorch DDP script slower on 2 GPUs than on one",
+            ("01_case1_broken", "02_case1_answer", "03_case1_beyond"), options=Options,
+            worker="ddp_lessons.cases.case1.train:train", claims="ddp_lessons.cases.case1.verdicts",
+            exercises="ddp_lessons.cases.case1.exercises",
+            commands={"case1": "ddp_lessons.cases.case1.cli:cli_command",
+                      "make-vqa-data": "ddp_lessons.cases.case1.synthetic:cli_command"})
+
+__all__ = ["CASE", "Options", "parse_override", "train", "train_many", "evaluate", "evaluate_worker",
            "TINY_DATA", "tiny_dataset", "VQAFeatureDataset", "make_vqa_dataset",
            "by_run", "epoch_span", "per_rank", "throughput",
            "run_without_launcher", "rerun", "scaling"]

@@ -19,6 +19,14 @@ from . import nvml
 from .options import Options
 from .replay import rerun
 
-__all__ = ["Options", "fit_here", "fit_one", "fit_worker", "make_trainer", "memory_logger", "quiet",
+from ...course.contract import Case
+
+CASE = Case("case2", "a Lightning test on 3 GPUs where one GPU always wins",
+            ("04_case2_lightning", "05_case2_where_time_goes", "06_case2_breakeven"), options=Options,
+            worker="ddp_lessons.cases.case2.lightning:fit_worker", claims="ddp_lessons.cases.case2.verdicts",
+            exercises="ddp_lessons.cases.case2.exercises",
+            commands={"case2": "ddp_lessons.cases.case2.cli:cli_command"})
+
+__all__ = ["CASE", "Options", "fit_here", "fit_one", "fit_worker", "make_trainer", "memory_logger", "quiet",
            "D_IN", "mlp", "param_count", "grad_bytes", "make_dataset", "loss_fn",
            "nvml", "rerun"]

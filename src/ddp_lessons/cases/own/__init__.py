@@ -12,6 +12,11 @@ lines, Holistic Trace Analysis) · procedure (notebook 00's measurements walked
 on one run) · verdicts · exercises.
 """
 
+from ...course.contract import Case
 from .options import Options
 
-__all__ = ["Options"]
+CASE = Case("own", "a learner's own run, diagnosed, fixed, and the standard tools on it",
+            ("07_diagnose_your_own_run",), options=Options, worker="ddp_lessons.cases.own.train:train",
+            claims="ddp_lessons.cases.own.verdicts", exercises="ddp_lessons.cases.own.exercises")
+
+__all__ = ["CASE", "Options"]

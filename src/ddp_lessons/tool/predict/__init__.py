@@ -4,7 +4,7 @@
 recorded them (mode "full"), through a link of the table (`links.LINKS`) or
 one fitted on your machine, and returns a `Prediction` that prints its
 numbers and its assumptions. Modules: `links` (the table, a fit as a link),
-`replay` (the arithmetic), `report` (text), `plot` (one replayed step),
+`timeline` (the arithmetic: buckets through a link), `report` (text), `plot` (one step's timeline),
 `cli` (`python -m ddp_lessons whatif RECORD --link NAME --nproc N`).
 (The README, "What-if", introduces it; notebook 03 uses it for case 1's gap (`cases.case1.gap`).)
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..runs import Run
 from .links import LINKS, Link, from_fit, resolve
-from .replay import Prediction, Step, replay_step
+from .timeline import Prediction, Step, replay_step
 from .report import table_text
 
 __all__ = ["whatif", "whatif_table", "Link", "LINKS", "from_fit", "Prediction", "Step", "replay_step",

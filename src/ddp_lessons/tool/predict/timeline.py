@@ -1,4 +1,4 @@
-"""The replay: a recorded step's buckets sent through a link, one after another.
+"""The timeline: a recorded step's buckets sent through a link, one after another.
 
 Per step after warm-up, the buckets in the order they became ready (`start`
 in the timer's full mode: when DDP handed each one to the hook) go through

@@ -12,9 +12,9 @@ import traceback
 import torch
 import torch.distributed as dist
 
-from ...tool import runtime
-from . import agree
-from .bench import ENV_KEYS, agree_flag, make_data, run_rounds, write_partial
+from ddp_lessons.tool import runtime
+from benchlib import timer_agree as agree
+from benchlib.timer_bench import ENV_KEYS, agree_flag, make_data, run_rounds, write_partial
 
 
 def validate(cfg: dict) -> dict:

@@ -17,11 +17,11 @@ import time
 import torch
 import torch.distributed as dist
 
-from ...tool import runtime
-from ...tool.ddp import sync
-from ...tool.timing import light
-from ...tool.timing.clocks import cuda_clock
-from . import bench
+from ddp_lessons.tool import runtime
+from ddp_lessons.tool.ddp import sync
+from ddp_lessons.tool.timing import light
+from ddp_lessons.tool.timing.clocks import cuda_clock
+from benchlib import timer_bench as bench
 
 AGREE = 0.10  # the bound: within 10% of the kernel time
 

@@ -16,9 +16,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..tool import runtime
-from ..tool.ddp import wrap_ddp
-from ..tool.timing import StepTimer
+from ddp_lessons.tool import runtime
+from ddp_lessons.tool.ddp import wrap_ddp
+from ddp_lessons.tool.timing import StepTimer
 
 VOCAB, WIDTH, MICRO, BATCH, SEQ = 32_000, 128, 4, 1, 32
 # variant -> the cause it removes (None: every cause planted)

@@ -19,12 +19,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ...tool import runtime
-from ..toy import mlp
-from ...tool.ddp import sync, wrap_ddp
-from ...tool.hooks import allreduce_hook
-from ...tool.runs import Rank
-from ...tool.timing import StepTimer
+from ddp_lessons.tool import runtime
+from ddp_lessons.course.toy import mlp
+from ddp_lessons.tool.ddp import sync, wrap_ddp
+from ddp_lessons.tool.hooks import allreduce_hook
+from ddp_lessons.tool.runs import Rank
+from ddp_lessons.tool.timing import StepTimer
 
 D_IN = 10  # case 2's MLP: 10 -> 256 -> 256 -> 256 -> 1
 
