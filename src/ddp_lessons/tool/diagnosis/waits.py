@@ -1,12 +1,12 @@
 """Each second of waiting charged once, to what made the slowest rank late.
 
 At an all-reduce every rank waits for the last one to be ready. Between two all-reduces every rank
-starts together (the previous one released them all; before the first, the timer's reference), so a rank's wait at the next one is how much
-longer the late rank took since then. `attribute` takes each wait apart by what the late rank did more
-than the waiting one in that span: named work outside the steps (one rank evaluating, saving), the
-data wait, untimed host work, and compute. What compute explains is imbalance when one rank is the
-late one in most all-reduces and computes more by a margin, else jitter; what nothing explains is
-jitter too. Steps that all-reduced are matched across ranks by their order.
+starts together (the previous one released them all; before the first, the timer's reference), so a
+rank's wait at the next one is how much longer the late rank took since then. `attribute` takes each
+wait apart by what the late rank did more than the waiting one in that span: named work outside the
+steps (one rank evaluating, saving), the data wait, untimed host work, and compute. What compute
+explains is imbalance when one rank is the late one in most all-reduces and computes more by a
+margin, else jitter; what nothing explains is jitter too. All-reducing steps are matched by order.
 """
 
 from __future__ import annotations
