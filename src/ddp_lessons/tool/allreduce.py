@@ -54,6 +54,9 @@ def sweep(sizes, iters: int = 20, warmup: int = 3, dtype=torch.float32) -> dict:
 
 
 def _time_host(buf, iters):
+    # Each call is timed on each rank, with no barrier between calls: a rank that arrives late makes
+    # its peers' interval longer by its lateness (nccl-tests times the whole loop instead). The
+    # summary's best iteration and median are little affected; its p90 includes that skew.
     times = []
     for _ in range(iters):
         t0 = time.perf_counter()

@@ -51,11 +51,16 @@ LINKS = {link.name: link for link in (
     _nominal("pcie3-x16", 15.75, 10, _PCIE.format(gen="3.0", rate=8, lanes=16, gb=15.75)),
     _nominal("pcie4-x16", 31.5, 10, _PCIE.format(gen="4.0", rate=16, lanes=16, gb=31.5)),
     _nominal("pcie5-x16", 63.0, 10, _PCIE.format(gen="5.0", rate=32, lanes=16, gb=63.0)),
+    # two cards on a consumer board often share the CPU's 16 lanes as x8/x8
+    _nominal("pcie4-x8", 15.75, 10, _PCIE.format(gen="4.0", rate=16, lanes=8, gb=15.75) + " (two cards at x8/x8)"),
     _nominal("pcie4-x4", 7.9, 10, _PCIE.format(gen="4.0", rate=16, lanes=4, gb=7.9) + " (a chipset slot)"),
-    # Without peer-to-peer NCCL copies through host memory: each byte crosses the link twice
-    # (GPU to host, host to GPU), so about half the one-way rate: an estimate, measure it.
+    # Without peer-to-peer NCCL stages through host memory (SHM transport): each card's own link carries
+    # its bytes once each way (PCIe is full duplex), but the staging copies, the proxy thread and a
+    # shared uplink cost bandwidth; half the one-way rate is an estimate (nccl-tests' busbw on the
+    # machine decides: `all_reduce_perf -b 1M -e 1G -f 2 -g 2`).
     _nominal("pcie4-x16-no-p2p", 31.5 / 2, 20, _PCIE.format(gen="4.0", rate=16, lanes=16, gb=31.5)
-             + ", halved: without peer-to-peer every byte goes through host memory"),
+             + ", halved: without peer-to-peer NCCL stages every byte through host memory (copies, a "
+             "proxy thread, a shared uplink): an estimate; nccl-tests' busbw on the machine decides"),
     _nominal("3090-nvlink-bridge", 56.25, 5, "RTX 3090 NVLink bridge (it joins 2 cards): 112.5 GB/s both "
              "ways together, 56.25 GB/s each way (NVIDIA GeForce RTX 3090 specifications)", max_ranks=2),
     _nominal("nvlink3-a100", 300.0, 3, "NVLink 3 on A100 SXM: 600 GB/s both ways together, 300 GB/s each "

@@ -24,9 +24,9 @@ from .sync import CommonClock, ready_time
 __all__ = ["StepTimer", "timed_comm_hook", "MODES"]
 
 MODES = ("full", "light")
-# DDP's timings on a GPU: one step in 10 (and DDP's own first 10). Reading them every step cost +4.5% of
-# case 2's 2 ms H200 step over the flight recorder alone (timer-validation-h200x1: light_ddp against
-# light), most of it DDP's wait on its CUDA events; a sample of every 10th step costs a tenth of that.
+# DDP's timings on a GPU: one step in 10 (and DDP's own first 10). Read every step they cost case 2's 3 ms
+# H200 step +11.1% median against +3.1% for the flight recorder alone (timer-cost-h200x1, 21 paired rounds;
+# the rounds' spread is about +-5%), most of it DDP's wait on its CUDA events: a tenth of the steps, a tenth.
 DDP_SAMPLE_CUDA = 10
 KIND = "ddp-lessons/step-timer"   # marks a result as the timer's, whatever else a worker returns
 
