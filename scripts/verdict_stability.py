@@ -148,9 +148,10 @@ def at_this_version(name: str, runs: list) -> list:
     return keep
 
 
-def table(stored: dict, runs: list) -> tuple[list, list]:
+def table(stored: dict, runs: list, min_runs: int = 0) -> tuple[list, list]:
     """(rows, problems): one row per stored verdict with its outcome in every run
-    made with the notebook as stored now (`at_this_version`)."""
+    made with the notebook as stored now (`at_this_version`); a compared verdict is a problem
+    when an outcome differs from the stored one, or when it has fewer than `min_runs` outcomes."""
     rows, problems = [], []
     for name, want in stored.items():
         runs_now = at_this_version(name, runs)
@@ -166,7 +167,7 @@ def table(stored: dict, runs: list) -> tuple[list, list]:
                    "claim": v["claim"], "stored": v["status"], "outcomes": outcomes,
                    "steady": all(o == v["status"] for o in outcomes)}
             rows.append(row)
-            if row["compared"] and not row["steady"]:
+            if row["compared"] and (not row["steady"] or len(outcomes) < min_runs):
                 problems.append(row)
     return rows, problems
 
@@ -182,7 +183,7 @@ def print_table(rows, runs) -> None:
         mark = "!" if not row["steady"] else " "
         seen = {o: row["outcomes"].count(o) for o in dict.fromkeys(row["outcomes"])}
         print(f"{mark} {row['notebook'][:2]} cell {row['cell']:>2}{'' if row['compared'] else ' (not compared)'}: "
-              f"stored {row['stored']}; runs {seen} - {row['claim'][:80]}")
+              f"stored {row['stored']}; {len(row['outcomes'])} runs {seen} - {row['claim'][:80]}")
 
 
 def main(argv=None) -> int:
@@ -191,7 +192,9 @@ def main(argv=None) -> int:
     p.add_argument("--hog", type=int, default=0, help="busy processes running beside them (a loaded machine)")
     p.add_argument("--only", action="append", default=[], metavar="NAME", help="only this notebook (repeatable)")
     p.add_argument("--record", metavar="NAME", help="append the runs to data/runs/NAME.json (made if missing)")
-    p.add_argument("--report", metavar="NAME", help="print the table of an existing record and exit")
+    p.add_argument("--report", metavar="NAME", help="print the table of an existing record and exit: status 1 when "
+                   "a compared verdict of a stored notebook changed or has fewer than --min-runs runs at its version")
+    p.add_argument("--min-runs", type=int, default=5, help="runs each compared verdict needs in --report")
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     args = p.parse_args(argv)
     from ddp_lessons.tool.paths import RUNS_DIR
@@ -199,10 +202,12 @@ def main(argv=None) -> int:
     name = args.report or args.record
     if name and records._path(name, RUNS_DIR).exists():
         old = records.load(name, RUNS_DIR)["results"]
-    if args.report:
-        names = sorted({n for r in old for n in r["notebooks"]})
-        rows, problems = table(stored_verdicts(names), old)
+    if args.report:   # every stored notebook: one without runs at its version is a problem too
+        names = [q.stem for q in sorted(rn.NB_DIR.glob("[0-9][0-9]_*.ipynb"))]
+        rows, problems = table(stored_verdicts(names), old, args.min_runs)
         print_table(rows, old)
+        print(f"{len(problems)} compared verdict(s) changed or with fewer than {args.min_runs} runs at the stored "
+              "version" if problems else f"every compared verdict as stored, {args.min_runs}+ runs each")
         return 1 if problems else 0
     names = [Path(n).stem for n in args.only] or [q.stem for q in sorted(rn.NB_DIR.glob("[0-9][0-9]_*.ipynb"))]
     os.environ["DDP_LESSONS_PROGRESS"] = "0"
