@@ -11,6 +11,7 @@ the causes `diagnose` named, with their seconds and shares. Saves a record (kind
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,9 +34,10 @@ def main():
         for v in row:
             out = launch(planted, (v, a.steps), world_size=2, threads=1, timeout=300, progress=None)
             d = diagnose(out)
-            runs.append({"round": r, "variant": v, "removed": VARIANTS[v],
+            runs.append({"round": r, "variant": v, "removed": VARIANTS[v], "load": os.getloadavg()[0],
                          "findings": [{"cause": f.cause, "what": f.what, "seconds": f.seconds, "share": f.share,
-                                       "detail": f.detail} for f in d.findings],
+                                       "status": f.status, "detail": f.detail} for f in d.findings],
+                         "startup": d.startup.seconds if d.startup else None, "confirmations": d.confirmations,
                          "scores": d.scores, "notes": d.notes, "undecided": d.undecided,
                          "wall": [x["wall"] for x in d.ranks]})
             print(r, v, [(f.cause, round(f.seconds, 3), f"{f.share:.0%}") for f in d.findings], flush=True)

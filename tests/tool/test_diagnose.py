@@ -309,3 +309,12 @@ def test_accumulation_is_told_apart_by_the_timer_on_a_real_run():
     late = launch(dw.accumulating, (True,), kwargs=dict(optimizer_apart=True), world_size=2)
     assert ACCUMULATION not in diagnose(late).causes
     assert sum(s["optimizer_steps"] for s in late[0]["timer"]["steps"]) == 6 and len(late[0]["timer"]["steps"]) == 24
+
+
+def test_on_shared_cores_a_slower_backward_is_not_uneven_work_but_a_slower_forward_is():
+    # gloo's all-reduce threads run beside the backward on shared cores: a slower backward there is contention
+    backward = diagnose(simulate(bwd=[0.02, 0.03], threads=1, cores=2))
+    assert WAITING not in backward.causes, str(backward)
+    forward = diagnose(simulate(forward=[0.02, 0.03], threads=1, cores=2))
+    assert WAITING in forward.causes and "'forward'" in forward.finding(WAITING).change
+    assert WAITING in diagnose(simulate(bwd=[0.02, 0.03], threads=1, cores=8)).causes   # cores to spare

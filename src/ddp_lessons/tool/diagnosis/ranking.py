@@ -29,8 +29,8 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
     run = run if isinstance(run, Run) else Run(run)
     world = run.world_size
     ms = [measures(r) for r in run]
-    att = attribute(run.ranks)
     setting = setting_of(run, link)
+    att = attribute(run.ranks, setting.shared)
     notes = []
     if epochs is not None or iterations is not None:
         factor, line = _projection(run, ms, epochs, iterations)

@@ -66,7 +66,7 @@ def _syncs(rank) -> list:
     return out
 
 
-def attribute(ranks) -> dict:
+def attribute(ranks, shared: bool = False) -> dict:
     """Per rank (by position): `charged` {("outside", name) | ("data",) | ("untimed",): seconds},
     `imbalance` and `jitter` seconds; and for the run: `late` (which rank was late, per all-reduce
     with a compute gap), `slower` (the rank named slower, or None) and its `gap` per phase."""
@@ -105,18 +105,25 @@ def attribute(ranks) -> dict:
             if take > 0:
                 out["late"].append(ranks[q].rank)
             per[i]["jitter"] += w - take     # nothing the late rank did more explains it
-    _classify(ranks, out)
+    _classify(ranks, out, shared)
     return out
 
 
-def _classify(ranks, out) -> None:
-    """Compute-explained waits: imbalance when one rank is late in most all-reduces by a compute margin."""
+def _clean(s, shared: bool) -> float:
+    """A step's compute that communication does not overlap: on shared cores the backward runs beside
+    gloo's all-reduce threads, so a slower backward there is no evidence of uneven work."""
+    return compute(s) - (s.get("backward_compute", s.get("backward", 0.0)) if shared else 0.0)
+
+
+def _classify(ranks, out, shared: bool) -> None:
+    """Compute-explained waits: imbalance when one rank is late in most all-reduces and computes more, by
+    a margin and in most steps, in compute that communication does not overlap; else jitter."""
     late = out["late"]
     slower = statistics.mode(late) if late else None
-    meds = {r.rank: statistics.median(compute(s) for s in r.steps()) if r.steps() else 0.0 for r in ranks}
+    meds = {r.rank: statistics.median(_clean(s, shared) for s in r.steps()) if r.steps() else 0.0 for r in ranks}
     others = [v for k, v in meds.items() if k != slower]
     steady = (len(late) >= MIN_SYNCS and late.count(slower) >= LATE_MOST * len(late) and others
-              and meds[slower] >= (1 + MARGIN) * statistics.median(others))
+              and meds[slower] >= (1 + MARGIN) * statistics.median(others) and _most_steps(ranks, slower, shared))
     for p in out["ranks"]:
         key = "imbalance" if steady else "jitter"
         p[key] += p.pop("compute")
@@ -124,8 +131,20 @@ def _classify(ranks, out) -> None:
         out["slower"] = slower
         slow = next(r for r in ranks if r.rank == slower)
         fast = [r for r in ranks if r.rank != slower]
+
         def med(r, key):
             return statistics.median(s.get(key) or 0.0 for s in r.steps())
         for key in ("data", "forward", "backward_compute", "optimizer"):
-            out["gap"][key] = med(slow, key) - statistics.median(med(r, key) for r in fast)
+            if key != "backward_compute" or not shared:
+                out["gap"][key] = med(slow, key) - statistics.median(med(r, key) for r in fast)
     out["late_share"] = late.count(slower) / len(late) if late else 0.0
+
+
+def _most_steps(ranks, slower, shared) -> bool:
+    """The slower rank's clean compute is the largest in at least LATE_MOST of the steps."""
+    by_rank = {r.rank: [_clean(s, shared) for s in r.steps()] for r in ranks}
+    n = min(len(v) for v in by_rank.values())
+    if not n:
+        return False
+    wins = sum(by_rank[slower][i] >= max(v[i] for k, v in by_rank.items() if k != slower) for i in range(n))
+    return wins >= LATE_MOST * n
