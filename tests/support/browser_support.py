@@ -447,6 +447,7 @@ class NotebookPage:
             control.select_option(index=0 if before else 1)
             return (control.evaluate("(e) => e.options[%d].text" % before),
                     control.evaluate("(e) => e.options[e.selectedIndex].text"))
+
         def value():
             return control.get_attribute("aria-valuetext") or control.get_attribute("aria-valuenow")
         before = value()

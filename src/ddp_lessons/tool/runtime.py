@@ -24,7 +24,7 @@ if dist.is_available():
     # free it: gloo's threads run on into interpreter exit, where one still
     # finishing gather_object's work needs the GIL and aborts the rank
     # ("terminate called without an active exception").
-    import torch.distributed.nn
+    pass
 
 
 def cpu_count() -> int:

@@ -84,6 +84,7 @@ def attribute(ranks, shared: bool = False) -> dict:
     for j in range(min(len(x) for x in syncs)):
         common = [syncs[i][j][1] + shifts[i] for i in range(n)]
         q = max(range(n), key=common.__getitem__)
+
         def span(i, j=j):
             return (syncs[i][j - 1][2] if j else starts[i], syncs[i][j][1])
         late = _parts(ranks[q], *span(q))

@@ -31,6 +31,8 @@ STARTUP_S = 120.0    # default allowance for every rank to start (3-22 s seen on
 TERMINATE_S = 2.0    # SIGTERM, then SIGKILL after this long
 LOG_KEEP = 1 << 20    # bytes of each rank's output kept after a successful run (its end)
 DEFAULT_COLLECTIVE_S = 1800.0  # torch's default collective timeout on gloo
+
+
 def _reserve_port() -> socket.socket:
     # Bound but never listening: the number stays ours for the run (no other
     # bind(0) gets it), and nothing accepts connections on it. Workers see it
