@@ -53,6 +53,7 @@ browser-deps:
 
 lint: install-test
 	$(BIN)/python -m ruff check src tests scripts benchmarks notebooks/src
+	$(BIN)/python -m mypy
 
 test: install-test browser-deps lint
 	$(BIN)/python -m pytest $(NBVAL) tests notebooks

@@ -23,7 +23,8 @@ from .launcher import report_progress
 
 def default_sizes(lo: int = 4 * 1024, hi: int = 64 * 2**20, per_octave: int = 1) -> list[int]:
     """Message sizes in bytes, powers of two from `lo` to `hi`. Defined in notebook 00_first_launch."""
-    sizes, s = [], lo
+    sizes: list[int] = []
+    s: float = lo
     while s <= hi:
         sizes.append(int(s))
         s *= 2 ** (1 / per_octave)
@@ -38,7 +39,7 @@ def sweep(sizes, iters: int = 20, warmup: int = 3, dtype=torch.float32) -> dict:
     all-reduce returns only when it has completed. Defined in notebook 00_first_launch."""
     dev = runtime.device()
     cuda = dev.type == "cuda"
-    out = {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
+    out: dict = {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
            "backend": dist.get_backend(), "sizes": [], "iters": []}
     elem = torch.tensor([], dtype=dtype).element_size()
     for k, nbytes in enumerate(sizes):

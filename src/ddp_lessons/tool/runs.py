@@ -131,7 +131,7 @@ class Run:
         if missing:
             raise ValueError(f"value {missing[0]} holds no StepTimer result: return timer.result(), or a dict "
                              f"with it under {KEY!r}, from the worker")
-        self.ranks = sorted((v if isinstance(v, Rank) else Rank(v) for v in values), key=lambda r: r.rank)
+        self.ranks: list[Rank] = sorted((v if isinstance(v, Rank) else Rank(v) for v in values), key=lambda r: r.rank)
         self.name, self.record, self.setup, self.round, self.trace = name, record, setup, round, trace
         _waits_across(self.ranks)
 
@@ -259,7 +259,7 @@ def _find_runs(obj, path=()) -> dict:
         if all(isinstance(v, list) and v and all(timer_of(x) is not None for x in v) for v in obj):
             out[name] = [list(v) for v in obj]
         elif all(timer_of(v) is not None for v in obj):
-            ranks = [int(timer_of(v).get("rank", 0)) for v in obj]
+            ranks = [int((timer_of(v) or {}).get("rank", 0)) for v in obj]
             out[name] = [list(obj)] if len(set(ranks)) == len(ranks) else [[v] for v in obj]
     return out
 

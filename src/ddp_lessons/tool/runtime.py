@@ -115,7 +115,7 @@ def init_from_env(backend: str | None = None, timeout_s: float = 600.0) -> None:
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
     if backend is None:
         backend = choose_backend(local_world, torch.cuda.device_count())
-    kwargs = {}
+    kwargs: dict = {}
     if backend == "nccl":
         torch.cuda.set_device(local_rank())
         kwargs["device_id"] = torch.device("cuda", local_rank())

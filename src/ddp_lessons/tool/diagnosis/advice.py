@@ -82,7 +82,7 @@ def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None) -> st
 
 
 def imbalance(slower: int, gap: dict) -> str:
-    phase = max(gap, key=gap.get) if gap else None
+    phase = max(gap, key=lambda k: gap[k]) if gap else None
     where = f", most in {phase!r}" if phase and gap[phase] > 0 else ""
     return (f"rank {slower} computes more per step{where}: give every rank the same work (the same number and "
             "size of batches: DistributedSampler, drop_last, equal sequence lengths), the same cores and threads")

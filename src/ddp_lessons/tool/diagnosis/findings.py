@@ -156,7 +156,8 @@ def transfer(ms, run, setting) -> list:
                   f"buckets and is ready last, {b['gap'] * 1e3:.3g} ms after the one before it, every earlier "
                   f"bucket already sent; its exposed time, s per rank: {_fmt(lasts)}")
         cap = advice.split_cap(tensors, b["last_bytes"])
-        knob = {"ddp": {"bucket_cap_mb": cap}} if cap else {"hook": "bf16"} if setting.backend == "nccl" else None
+        knob: dict | None = ({"ddp": {"bucket_cap_mb": cap}} if cap else
+                             {"hook": "bf16"} if setting.backend == "nccl" else None)
         out.append(make(LAST_BUCKET, "", lasts, ms, detail, advice.last_bucket(tensors, b["last_bytes"]), knob=knob))
     per = [m["transfer"] for m in ms]
     m = ms[max(range(len(ms)), key=per.__getitem__)]
@@ -190,13 +191,14 @@ def small_buckets(ms, run, setting) -> object:
     model = run[0].model
     extra = b["count"] - (int(b["bytes"] // advice.DEFAULT_CAP) + 2)
     syncs = m["steps"] - m["micro_quiet"]
-    est = max(0.0, extra * per_call * syncs) if per_call else None
+    est = max(0.0, extra * per_call * syncs) if per_call is not None else None
     exposed = [x["transfer"] for x in ms]
     for x in ms:   # the exposed transfer is these buckets' too: charged here, once
         x["transfer"] = 0.0
     source = "the all-reduce fit" if setting.per_call else "this run's quickest small buckets"
     cost = (f"every extra call's fixed cost about {est:.3g} s ({extra} extra calls a step x {per_call * 1e3:.3g} "
-            f"ms, {source}, over {syncs} steps)" if est is not None else "the cost per call is unknown")
+            f"ms, {source}, over {syncs} steps)" if est is not None and per_call is not None
+            else "the cost per call is unknown")
     detail = (f"{b['count']} buckets a step, {b['bytes'] / b['count'] / 1024:.3g} KiB each (median); exposed after "
               f"every rank was ready, s per rank: {_fmt(exposed)}; {cost}")
     change = advice.small_buckets(model.get("bucket_cap_bytes"), b["count"], b["bytes"] / b["count"], b["bytes"])

@@ -54,7 +54,7 @@ class Setting:
 def setting_of(run, link=None) -> Setting:
     """The setting of a `Run`; `link`: an all-reduce fit (`allreduce.fit_latency_bandwidth`) whose
     latency is the cost per call."""
-    hosts = {}
+    hosts: dict[str, list] = {}
     for r in run:
         if r.host and r.threads and r.cores:
             hosts.setdefault(r.host, []).append(r)

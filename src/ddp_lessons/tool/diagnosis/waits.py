@@ -11,6 +11,8 @@ margin, else jitter; what nothing explains is jitter too. All-reducing steps are
 
 from __future__ import annotations
 
+from typing import Any
+
 import statistics
 
 from ..timing.sync import ready_time
@@ -34,9 +36,9 @@ def _overlap(a, b, x, y) -> float:
     return max(0.0, min(b, y) - max(a, x))
 
 
-def _parts(rank, a, b) -> dict:
+def _parts(rank, a, b) -> dict[tuple, float]:
     """What this rank did in (a, b] of its own axis: outside work by name, data, compute, untimed."""
-    out = {("outside", o["name"]): 0.0 for o in rank.outside}
+    out: dict[tuple, float] = {("outside", o["name"]): 0.0 for o in rank.outside}
     for o in rank.outside:
         out[("outside", o["name"])] += _overlap(a, b, o["start"], o["end"])
     data = comp = 0.0
@@ -71,9 +73,9 @@ def attribute(ranks, shared: bool = False) -> dict:
     `imbalance` and `jitter` seconds; and for the run: `late` (which rank was late, per all-reduce
     with a compute gap), `slower` (the rank named slower, or None) and its `gap` per phase."""
     n = len(ranks)
-    per = [{"charged": {}, "imbalance": 0.0, "jitter": 0.0, "compute": 0.0} for _ in ranks]
+    per: list[dict[str, Any]] = [{"charged": {}, "imbalance": 0.0, "jitter": 0.0, "compute": 0.0} for _ in ranks]
     # `charges`: (all-reduce index j, the waiting rank, the late rank, what, seconds) for each charge
-    out = {"ranks": per, "late": [], "slower": None, "gap": {}, "charges": []}
+    out: dict[str, Any] = {"ranks": per, "late": [], "slower": None, "gap": {}, "charges": []}
     if n < 2:
         return out
     syncs = [_syncs(r) for r in ranks]

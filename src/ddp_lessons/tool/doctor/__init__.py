@@ -77,6 +77,7 @@ def doctor(command, steps: int | None = None, warmup: int = 3, confirm: bool = F
 
 
 def _save(up: Checkup, name: str | None, runs_dir):
+    assert up.run is not None
     import os
     import time
     script = next((a for a in up.command if a.endswith(".py")), up.command[0])

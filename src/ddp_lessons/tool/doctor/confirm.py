@@ -7,6 +7,8 @@ in every round), refuted (slower in every round) or not resolvable in this many 
 
 from __future__ import annotations
 
+from typing import Any
+
 import sys
 from dataclasses import dataclass, field
 
@@ -33,7 +35,7 @@ def parse(text: str) -> Knob:
     if not sep or not value:
         raise cmd.DoctorError(f"--knob {text!r}: use NAME=VALUE, e.g. ddp.bucket_cap_mb=50, loader.num_workers=2, "
                               "threads=1, hook=bf16")
-    val = {"true": True, "false": False}.get(value.lower(), value)
+    val: Any = {"true": True, "false": False}.get(value.lower(), value)
     if isinstance(val, str):
         try:
             val = int(val) if val.isdigit() else float(val)
@@ -91,8 +93,8 @@ def rounds(command: list[str], knobs: list[Knob], n: int = spread.MIN_ROUNDS, st
     """Run the command as it is and with each knob, `n` interleaved rounds; each knob's verdict."""
     names = [AS_IS] + [k.name for k in knobs]
     by_name = {k.name: k for k in knobs}
-    values = {name: [] for name in names}
-    applied = {k.name: [] for k in knobs}
+    values: dict[str, list] = {name: [] for name in names}
+    applied: dict[str, list] = {k.name: [] for k in knobs}
     for i, row in enumerate(spread.interleave(names, n)):
         for name in row:
             ran = cmd.run(command, steps, warmup, by_name[name].knobs if name in by_name else {}, timeout,

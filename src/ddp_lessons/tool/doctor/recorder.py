@@ -10,6 +10,8 @@ named work outside the steps. The recorder keeps the host time its own hooks too
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 import os
 import time
@@ -22,17 +24,19 @@ class Recorder:
     def __init__(self, out_dir: str, steps: int | None = None, warmup: int = 3):
         self.out_dir, self.steps, self.warmup = out_dir, steps, warmup
         self.pid = os.getpid()
-        self.timer = self.model = None
-        self.models = []              # (module, is the DDP wrapper) whose forwards are training forwards
+        self.timer: Any = None
+        self.model: Any = None
+        self.models: list = []        # (module, is the DDP wrapper) whose forwards are training forwards
         self.opened = False           # a micro-step is open
         self.bwd_end = None           # the open micro-step's backward end (a clock token)
         self.eval_start = self.eval_end = None
         self.depth = 0                # nesting of forwards of our models (DDP calls its module inside)
         self.opt_steps = 0
-        self.window = [None, None]    # host perf_counter: warm-up's end, the last optimizer step's end
+        self.window: list = [None, None]    # host perf_counter: warm-up's end, the last optimizer step's end
         self.hook_s, self.hook_calls = 0.0, 0
-        self.notes, self.finished, self.stopping = [], False, False
-        self.knobs = {}               # what --confirm set at construction
+        self.notes: list[str] = []
+        self.finished = self.stopping = False
+        self.knobs: dict = {}         # what --confirm set at construction
 
     # -- the timer -------------------------------------------------------------
     def attach(self, ddp) -> None:

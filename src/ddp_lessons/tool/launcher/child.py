@@ -82,7 +82,7 @@ def report_progress(step: int, total: int | None = None) -> None:
 
 def _send(msg) -> None:
     try:
-        _conn.send(msg)
+        _conn.send(msg)  # type: ignore[union-attr] # callers check it is set
     except (OSError, ValueError):
         pass  # the parent is gone or tearing down; nothing to tell
 
@@ -164,7 +164,7 @@ def _init_process_group(spec: WorkerSpec, rank: int) -> None:
     import torch.distributed as dist
     store = dist.FileStore(os.path.join(spec.run_dir, STORE), spec.world_size)
     timeout = datetime.timedelta(seconds=spec.collective_timeout_s)
-    kwargs = {}
+    kwargs: dict = {}
     if spec.backend == "nccl":
         torch.cuda.set_device(rank)
         kwargs["device_id"] = torch.device("cuda", rank)

@@ -69,7 +69,7 @@ def sweep(root: str | None = None) -> list[str]:
     """Remove run directories under `root` (the temporary directory) whose
     launching process is gone; return their paths."""
     root = root or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         entries = [e for e in os.scandir(root) if e.name.startswith(PREFIX) and e.is_dir()]
     except OSError:

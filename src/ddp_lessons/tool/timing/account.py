@@ -62,7 +62,8 @@ def _gaps(wall, intervals):
 def in_steps(steps) -> dict:
     """Step time split into data wait, each phase (summed over steps) and the
     steps' remainder that no phase covers."""
-    phases, data, total = {}, 0.0, 0.0
+    phases: dict[str, float] = {}
+    data = total = 0.0
     for s in steps:
         total += s["step_time"]
         data += s.get("data", 0.0)
@@ -89,7 +90,7 @@ def account(wall: float, steps, outside, startup: float | None = None) -> dict:
     dicts with `name`, `start`, `end` (seconds since the reference point)."""
     step_iv = [(s["t_start"], s["t_start"] + s["step_time"]) for s in steps]
     out_iv = [(o["start"], o["end"]) for o in outside]
-    by_name = {}
+    by_name: dict[str, float] = {}
     for o in outside:
         by_name[o["name"]] = by_name.get(o["name"], 0.0) + o["end"] - o["start"]
     step_total = sum(b - a for a, b in step_iv)

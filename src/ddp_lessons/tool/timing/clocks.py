@@ -50,9 +50,9 @@ class EventRing:
         self._record(self._ref)
         self._prev = self._ref            # the last event read, to chain from
         self._prev_ms = 0.0
-        self._ms = []                     # ms since time zero, by token
+        self._ms: list[float] = []        # ms since time zero, by token
         self._n = 0                       # marks handed out
-        self._host = []                   # the host's perf_counter at each mark, by token
+        self._host: list[float] = []      # the host's perf_counter at each mark, by token
         self.harvests = 0                 # how often the ring was read while marking
 
     def mark(self) -> int:

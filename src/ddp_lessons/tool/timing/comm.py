@@ -81,7 +81,8 @@ def _comm_numbers(buckets, backward):
         return {"allreduce": 0.0, "allreduce_calls": 0, "allreduce_bytes": 0,
                 "exposed": 0.0, "backward_compute": (backward[1] - backward[0]) if backward else 0.0}
     spans = sorted((b["start"], b["end"]) for b in buckets)
-    busy, cur_a, cur_b = 0.0, *spans[0]
+    busy = 0.0
+    cur_a, cur_b = spans[0]
     for a, b in spans[1:]:
         if a > cur_b:
             busy, cur_a, cur_b = busy + cur_b - cur_a, a, b

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 ACTIVE: list = []     # live timers, newest last
-_HOOK = []            # the one global optimizer hook handle, registered at the first timer
+_HOOK: list = []      # the one global optimizer hook handle, registered at the first timer
 
 # The timer's own per-step keys: a phase of that name would overwrite one of them, so it is refused.
 RESERVED = frozenset({"step", "t_start", "step_time", "data", "phases", "buckets", "allreduce", "allreduce_calls",

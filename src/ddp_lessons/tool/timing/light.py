@@ -8,6 +8,8 @@ come from and what reading them costs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pickle
 import time
 
@@ -32,7 +34,7 @@ class DDPLogging:
         self.model, self.sample_every = ddp_model, sample_every
         # DDP records iterations 1 to 10 and then every `sample_every`-th (Reducer::should_collect_runtime_stats)
         ddp_model._set_ddp_runtime_logging_sample_rate(sample_every)
-        self.readings = []        # (timer step the numbers describe, ints)
+        self.readings: list[tuple[int, Any]] = []        # (timer step the numbers describe, ints)
         self._last_iter = self._ints().get("iteration")
 
     def _ints(self):
@@ -60,7 +62,7 @@ class DDPLogging:
     def per_step(self) -> dict:
         """{step: {allreduce_span, exposed, calls, grad_bytes}} in seconds and bytes."""
         sizes = _bucket_sizes(self.model)
-        out = {}
+        out: dict[int, dict] = {}
         for step, ints in self.readings:
             comm = ints.get("backward_comm_time")
             if comm is None:
@@ -91,7 +93,7 @@ def is_nccl(ddp_model) -> bool:
 
 def flight_recorder_available() -> bool:
     try:
-        from torch._C._distributed_c10d import _dump_nccl_trace  # noqa: F401
+        from torch._C._distributed_c10d import _dump_nccl_trace  # type: ignore[attr-defined] # noqa: F401
     except ImportError:
         return False
     return True
@@ -101,7 +103,7 @@ def dump_flight_recorder():
     """(entries, seconds the dump took); ([], s) where there is no recorder."""
     t0 = time.perf_counter()
     try:
-        from torch._C._distributed_c10d import _dump_nccl_trace
+        from torch._C._distributed_c10d import _dump_nccl_trace  # type: ignore[attr-defined]
         raw = _dump_nccl_trace(includeCollectives=True, includeStackTraces=False, onlyActive=False)
     except Exception:  # noqa: BLE001 - no NCCL, or a torch without the recorder
         return [], time.perf_counter() - t0
@@ -162,7 +164,7 @@ class FlightRecorderSource:
         # monotonic clock is kept too, in case a torch stamps with that one.
         self.clocks = {"realtime": [time.time_ns()], "monotonic": [time.monotonic_ns()]}
         self.bounds = self.clocks["realtime"]
-        self.info = {}
+        self.info: dict[str, Any] = {}
 
     def step_done(self) -> None:
         self.clocks["realtime"].append(time.time_ns())
@@ -206,7 +208,7 @@ class FlightRecorderSource:
 
     def _by_step(self, ours) -> dict:
         import bisect
-        out = {}
+        out: dict[int, list] = {}
         for e in sorted(ours, key=lambda e: e.get("time_created_ns", 0)):
             step = bisect.bisect_right(self.bounds, e["time_created_ns"]) - 1
             if 0 <= step < len(self.bounds) - 1:

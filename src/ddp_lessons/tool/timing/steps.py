@@ -8,6 +8,8 @@ and which forwards will all-reduce.
 
 from __future__ import annotations
 
+from typing import Any
+
 import time
 
 from . import context
@@ -16,6 +18,18 @@ from .marks import OFF, DataWait, Outside, Phase
 
 class StepMarks:
     """The marks API of `StepTimer` (phase, begin/end, outside, data, data_wait, step_done)."""
+    # set by StepTimer.__init__
+    enabled: bool
+    clock: Any
+    _steps: list
+    _outside: list
+    _outside_depth: int
+    _unfinished: int
+    _epochs: int
+    _pass_starts: list
+    _loader: dict | None
+    _ddp: Any
+    _fr: Any
 
     # -- marks ---------------------------------------------------------------
     def _new_step(self):
