@@ -15,9 +15,6 @@ import argparse
 import importlib
 import sys
 
-
-from .cases import registry
-
 # command -> "module:function" that adds the command's arguments and returns its
 # runner. Imported by name so that only the chosen command's module loads
 # (Lightning is slow to import); the modules named import `tool.commands`, never this one.
@@ -27,7 +24,15 @@ TOOL_COMMANDS = {
     "compare": "ddp_lessons.tool.diagnosis.cli:compare_command",
     "doctor": "ddp_lessons.tool.doctor.cli:doctor_command",
 }
-COMMANDS = {**{name: target for case in registry().values() for name, target in case.commands.items()},
+
+
+def commands(chosen: str | None = None) -> dict:
+    """Every command: the cases' (their `Case.commands`) and the tool's. A tool command chosen by name
+    reads no case: the tool runs from its own install, without the course's packages."""
+    if chosen in TOOL_COMMANDS:
+        return dict(TOOL_COMMANDS)
+    from .cases import registry
+    return {**{name: target for case in registry().values() for name, target in case.commands.items()},
             **TOOL_COMMANDS}
 
 
@@ -36,7 +41,7 @@ def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, di
     parser = argparse.ArgumentParser(prog="python -m ddp_lessons", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     runners = {}
-    for name, target in COMMANDS.items():
+    for name, target in commands(chosen).items():
         p = sub.add_parser(name)
         if name != chosen:
             continue

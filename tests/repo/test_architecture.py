@@ -12,7 +12,7 @@ parts import nothing from ddp_lessons.
 The graph is read from the source (ast), not by importing it, so imports
 inside functions count as well, and so do import strings: a string constant
 that is exactly a module of the package, optionally with ":name"
-("ddp_lessons.cases.case1.cli:cli_command" in cli.COMMANDS, the argument of an
+("ddp_lessons.cases.case1.cli:cli_command" in a case's `Case.commands`, the argument of an
 importlib.import_module("ddp_lessons.x")).
 
 How an import becomes edges, the way Python executes it. Importing module T

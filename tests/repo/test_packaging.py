@@ -278,3 +278,8 @@ def test_the_light_install_is_the_tool_alone_and_it_runs(tmp_path):
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "steps [6, 6]" in ran.stdout and "diagnosis of 2 of 2 rank(s)" in ran.stdout, ran.stdout
     assert "plots: ddp_lessons' figures need matplotlib: pip install 'ddp-lessons[plots]'" in ran.stdout
+    # the tool's commands read no case of the course
+    for cmd in ("doctor", "diagnose"):
+        helped = subprocess.run([str(py), "-m", "ddp_lessons", cmd, "--help"], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120)
+        assert helped.returncode == 0 and "usage:" in helped.stdout, helped.stderr[-2000:]

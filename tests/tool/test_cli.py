@@ -9,14 +9,14 @@ import pytest
 
 from ddp_lessons import cli
 from ddp_lessons.tool import records
-from ddp_lessons.cli import COMMANDS
+from ddp_lessons.cli import commands
 
 
 def test_every_command_parses_its_arguments():
     # One fresh interpreter per command, all at once: each imports torch (seconds), so in turn they
     # would take most of a minute on 2 cores.
     procs = {c: subprocess.Popen([sys.executable, "-m", "ddp_lessons", c, "--help"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True) for c in sorted(COMMANDS)}
+                                 stderr=subprocess.PIPE, text=True) for c in sorted(commands())}
     for command, proc in procs.items():
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, f"{command}: {err[-2000:]}"
