@@ -92,7 +92,9 @@ def test_a_peers_evaluation_is_charged_to_it_once_over_the_whole_wait():
     assert acc.finding(OUTSIDE).per_rank == pytest.approx([1.5, 1.5], rel=0.01), str(acc)
     assert "one rank does it while the others wait" in acc.finding(OUTSIDE).change
     even = diagnose(simulate(outside=[(r, 9, "eval", 2.0) for r in (0, 1)])).finding(OUTSIDE)
-    assert "every rank does the whole of it" in even.change
+    assert "every rank spends as long on it: if each does the whole of it" in even.change
+    alone = diagnose(simulate(n=10, outside=[(0, 9, "eval", 2.0)])).finding(OUTSIDE)   # after the last all-reduce
+    assert "the others did not wait for it" in alone.change
 
 
 def test_a_slower_rank_is_named_only_by_a_margin_and_jitter_on_shared_cores_is_a_note():

@@ -125,3 +125,24 @@ def test_the_plan_tries_the_knob_each_finding_names():
     assert SMALL_BUCKETS in d.causes and "bucket_cap_mb=25" in names
     assert "num_workers=1" in names and "find_unused_parameters=False" in names
     assert ACCUMULATION not in d.causes
+
+
+def test_the_patched_classes_keep_torchs_signatures(tmp_path):
+    """Libraries read torch's signatures (Lightning rebuilds a DataLoader from its __init__'s parameters: with
+    `*args, **kwargs` in their place it lost the batch size and ran 64 times the steps)."""
+    code = f"""
+import inspect, os
+os.environ["DDP_LESSONS_DOCTOR_DIR"] = {str(tmp_path)!r}
+import torch
+from torch.utils.data import DataLoader
+from torch.nn.parallel import DistributedDataParallel as DDP
+before = [inspect.signature(f) for f in (DataLoader.__init__, DDP.__init__, torch.autograd.backward, torch.save)]
+import importlib.util
+spec = importlib.util.spec_from_file_location("inj", {str(ROOT / "src/ddp_lessons/tool/doctor/inject.py")!r})
+inj = importlib.util.module_from_spec(spec); spec.loader.exec_module(inj); inj.install()
+after = [inspect.signature(f) for f in (DataLoader.__init__, DDP.__init__, torch.autograd.backward, torch.save)]
+assert DataLoader.__init__ is not inj and before == after, (before, after)
+print("same")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "same", out.stderr[-2000:]

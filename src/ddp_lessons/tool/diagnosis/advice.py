@@ -8,18 +8,24 @@ MIB = 2 ** 20
 DEFAULT_CAP = 25 * MIB    # torch's bucket_cap_mb default
 
 
-def outside(world: int, even: bool, waited: bool) -> tuple[str, bool]:
-    """(change, needs the user's code) for work outside the steps."""
+def outside(world: int, own: list, waited: list) -> tuple[str, bool]:
+    """(change, needs the user's code) for work outside the steps: `own` its seconds on each rank,
+    `waited` the others' waits for it."""
     if world <= 1:
         return ("it adds its seconds to the run as it is: do it less often or on fewer samples; on N ranks, "
                 "give each rank its shard of it (DistributedSampler on the test set, all-reduce the metric)"), True
-    if even:
-        return (f"every rank does the whole of it, {world} times over: give each rank its shard (DistributedSampler "
-                "on the test set, all-reduce the metric); checkpoints and logs on rank 0 only, and less often"), True
-    if waited:
-        return ("one rank does it while the others wait for it at their next all-reduce: doing it on one rank is "
-                "what makes them wait; give each rank its shard of it instead (DistributedSampler on the test set, "
-                "all-reduce the metric), or do it less often"), True
+    top = max(own)
+    if top > 0 and min(own) <= 0.2 * top:   # one rank does (nearly) all of it
+        if max(waited) >= 0.5 * top:
+            return ("one rank does it while the others wait for it at their next all-reduce: doing it on one rank "
+                    "is what makes them wait; give each rank its shard of it instead (DistributedSampler on the "
+                    "test set, all-reduce the metric), or do it less often"), True
+        return ("one rank does it, and the others did not wait for it (they had other work): do it less often, "
+                "or give each rank its shard of it"), True
+    if max(own) <= 1.5 * min(own):
+        return (f"every rank spends as long on it: if each does the whole of it (its loader has no "
+                f"DistributedSampler) it is done {world} times over, so give each rank its shard (all-reduce the "
+                "metric); if each does its shard already, do it less often"), True
     return "it is uneven across ranks: give every rank the same share of it, or do it less often", True
 
 

@@ -17,8 +17,6 @@ from .report import MEASURED, SUSPECTED, Finding
 # smaller cost could not be checked by measuring again after the change. The window, not the wall:
 # start-up (reported apart) would otherwise hide a cause of a short run.
 MIN_SHARE = 0.03
-# Outside work is "on every rank" when the largest rank's seconds are at most 1.5x the smallest's.
-EVEN = 1.5
 # 1 MiB per all-reduce call: below it a call's time is mostly its fixed cost (gloo on 2 CPU cores:
 # 1 MB ~1.1 ms, 10 MB ~8 ms, so ~0.3 ms is fixed). Latency-bound: such calls AND compute per step
 # below the all-reduce's time. Many small buckets: at least 6 per step, of at most 1 MiB each.
@@ -53,11 +51,10 @@ def outside(ms, att, world) -> list:
     for name in dict.fromkeys(n for m in ms for n in m["outside"]):
         own = [m["outside"].get(name, 0.0) for m in ms]
         waited = [a["charged"].get(("outside", name), 0.0) for a in att["ranks"]] if world > 1 else [0.0] * len(ms)
-        even = min(own) > 0 and max(own) <= EVEN * min(own)
         detail = f"{name!r} s per rank: {_fmt(own)}"
         if any(waited):
             detail += f"; the others' waits for it, s per rank: {_fmt(waited)} (counted here, not as waiting)"
-        change, code = advice.outside(world, even, any(waited))
+        change, code = advice.outside(world, own, waited)
         out.append(make(OUTSIDE, name, [a + b for a, b in zip(own, waited, strict=True)], ms, detail, change,
                         needs_code=code))
     return out

@@ -8,11 +8,15 @@ Patched, in this process only: `DistributedDataParallel.__init__` (knobs, then t
 `__iter__` (the wait for each batch), `torch.autograd.backward`, `torch.save`,
 `torch.distributed.destroy_process_group` (the result is written first); torch's global optimizer
 step hooks and, until the model is known, its global module forward hooks.
+The bootstrap loads this file by its path, apart from the package (the script may be importing
+`ddp_lessons` itself when torch's import ends): it imports only the standard library and torch here,
+and the package's modules later, when a model is built.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import inspect
 import json
 import os
@@ -38,11 +42,21 @@ def _timed(fn):
     return wrapper
 
 
+def _recorder_class():
+    """`recorder.Recorder`, loaded from beside this file (this module may be loaded outside its package)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recorder.py")
+    spec = importlib.util.spec_from_file_location("ddp_lessons_doctor_recorder", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Recorder
+
+
 def install() -> None:
     global REC
     if REC is not None or not os.environ.get(ENV_DIR):
         return
-    from .recorder import Recorder
+    Recorder = _recorder_class()
     steps = int(os.environ.get(ENV_STEPS) or 0) or None
     REC = Recorder(os.environ[ENV_DIR], steps, int(os.environ.get(ENV_WARMUP) or 3))
     knobs = json.loads(os.environ.get(ENV_SET) or "{}")
@@ -69,6 +83,7 @@ def _ddp(overrides: dict, hook: str | None):
     from torch.nn.parallel import DistributedDataParallel as DDP
     init, sig = DDP.__init__, inspect.signature(DDP.__init__)
 
+    @functools.wraps(init)   # its signature stays torch's: libraries read it (Lightning does)
     def __init__(self, *args, **kwargs):
         bound = sig.bind(self, *args, **kwargs)
         bound.arguments.update(overrides)
@@ -79,7 +94,7 @@ def _ddp(overrides: dict, hook: str | None):
             if REC.timer.mode == "full":   # the script's own hook goes inside the timer's
                 self.register_comm_hook = lambda state, h: REC.adopt_hook(state, h)
             if hook:
-                from ..hooks import compression_hook
+                from ddp_lessons.tool.hooks import compression_hook
                 comp = compression_hook(hook)
                 if REC.timer.mode == "full":
                     REC.adopt_hook(self.process_group, comp)
@@ -92,6 +107,7 @@ def _loader(overrides: dict):
     from torch.utils.data import DataLoader
     init, sig, it = DataLoader.__init__, inspect.signature(DataLoader.__init__), DataLoader.__iter__
 
+    @functools.wraps(init)   # its signature stays torch's: Lightning rebuilds loaders from it
     def __init__(self, *args, **kwargs):
         bound = sig.bind(self, *args, **kwargs)
         bound.arguments.update(overrides)
@@ -100,6 +116,7 @@ def _loader(overrides: dict):
             bound.arguments.pop("prefetch_factor", None)
         init(*bound.args, **bound.kwargs)
 
+    @functools.wraps(it)
     def __iter__(self):
         return _Batches(it(self), self)
     DataLoader.__init__, DataLoader.__iter__ = __init__, __iter__
@@ -131,6 +148,7 @@ def _backward():
     import torch
     orig = torch.autograd.backward
 
+    @functools.wraps(orig)
     def backward(*args, **kwargs):
         _timed(REC.backward)(True)
         try:
@@ -219,6 +237,7 @@ def _save_and_exit():
     import torch.distributed as dist
     save = torch.save
 
+    @functools.wraps(save)
     def saved(*args, **kwargs):
         token = REC.outside("checkpoint (torch.save)", True)
         try:
@@ -228,6 +247,7 @@ def _save_and_exit():
     torch.save = saved
     destroy = dist.destroy_process_group
 
+    @functools.wraps(destroy)
     def destroy_process_group(*args, **kwargs):
         REC.finish("the script destroyed its process group")
         return destroy(*args, **kwargs)

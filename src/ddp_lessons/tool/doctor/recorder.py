@@ -6,6 +6,7 @@ A micro-step opens at the wait for its batch (or its forward with gradients) and
 optimizer step, else at its backward's end once the next batch, forward or evaluation begins.
 Forwards without gradients between steps are evaluation; `torch.save` is a checkpoint; both become
 named work outside the steps. The recorder keeps the host time its own hooks took (`hook_s`).
+Loaded by its path (see `inject`): it imports the package's timer only when a model is built.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Recorder:
     # -- the timer -------------------------------------------------------------
     def attach(self, ddp) -> None:
         """A DDP model was built: time it (the first one; a second is noted, not timed)."""
-        from ..timing import StepTimer
+        from ddp_lessons.tool.timing import StepTimer
         if self.timer is not None:
             self.notes.append("a second DistributedDataParallel model was built: only the first is timed")
             return
@@ -57,7 +58,7 @@ class Recorder:
 
     def plain(self, module) -> None:
         """A model trained without DDP (a 1-process baseline): time its steps, phases and waits only."""
-        from ..timing import StepTimer
+        from ddp_lessons.tool.timing import StepTimer
         self.timer = StepTimer(module, collectives=False)
         self._own_optimizer_hook()
         self.model = module
@@ -66,7 +67,7 @@ class Recorder:
     def _own_optimizer_hook(self):
         """The recorder tells the timer of each optimizer step itself (before it closes the step), so the
         timer's own global hook, which would run after the recorder's, is taken off."""
-        from ..timing import context
+        from ddp_lessons.tool.timing import context
         context.unwatch(self.timer)
 
     def _mark(self):
@@ -143,7 +144,7 @@ class Recorder:
             return None   # inside an evaluation: its own time
         mark, t0 = token
         if self.timer._loader is None and loader is not None:
-            from ..timing.context import loader_info
+            from ddp_lessons.tool.timing.context import loader_info
             self.timer._loader = loader_info(loader)
         self.timer._open_step(mark)
         self.timer._cur["data"] += time.perf_counter() - t0

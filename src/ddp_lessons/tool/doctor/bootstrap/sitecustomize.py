@@ -24,11 +24,26 @@ def _after_torch():
 
             def exec_module(module):
                 run(module)
-                from ddp_lessons.tool.doctor import inject
-                inject.install()
+                try:   # never the script's failure: a process the doctor cannot time runs as it would
+                    _inject().install()
+                except Exception as exc:  # noqa: BLE001
+                    sys.stderr.write(f"ddp-lessons doctor: this process is not timed ({type(exc).__name__}: "
+                                     f"{exc})\n")
             spec.loader.exec_module = exec_module
             return spec
     sys.meta_path.insert(0, Finder())
+
+
+def _inject():
+    """The doctor's inject module, loaded by its path: importing the package here could meet a
+    script that is importing it itself at this moment."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "ddp_lessons", "tool", "doctor", "inject.py")
+    spec = importlib.util.spec_from_file_location("ddp_lessons_doctor_inject", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _chain():
