@@ -146,3 +146,15 @@ print("same")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "same", out.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_lightnings_ddp_strategy_is_timed_on_every_rank_and_runs_as_it_would(tmp_path):
+    script = ROOT / "tests" / "support" / "scripts" / "lightning_ddp.py"
+    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--record", "lit", "--", sys.executable, str(script)],
+               tmp_path)
+    assert doc.returncode == 0 and doc.stdout.count("done") == 2, doc.stderr[-3000:]
+    assert "2 rank(s) timed" in doc.stderr
+    from ddp_lessons import Run
+    run = Run.load(tmp_path / "runs" / "lit.json")
+    assert [sum(s["optimizer_steps"] for s in r.steps()) for r in run] == [64, 64]   # as without the doctor
