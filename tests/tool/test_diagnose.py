@@ -320,3 +320,12 @@ def test_on_shared_cores_a_slower_backward_is_not_uneven_work_but_a_slower_forwa
     forward = diagnose(simulate(forward=[0.02, 0.03], threads=1, cores=2))
     assert WAITING in forward.causes and "'forward'" in forward.finding(WAITING).change
     assert WAITING in diagnose(simulate(bwd=[0.02, 0.03], threads=1, cores=8)).causes   # cores to spare
+
+
+def test_accumulation_below_the_floor_is_a_note_and_on_shared_cores_counts_its_whole_all_reduce():
+    tiny = diagnose(simulate(micro=4, no_sync=False, transfer=0.0002, threads=1, cores=8))
+    assert ACCUMULATION not in tiny.causes
+    assert any("without no_sync: 4 all-reduces per optimizer step" in n for n in tiny.notes), tiny.notes
+    shared = diagnose(simulate(micro=4, no_sync=False, transfer=0.0002, threads=1, cores=2, allreduce=0.01))
+    f = shared.finding(ACCUMULATION)
+    assert f is not None and f.status == "suspected" and "shared cores" in f.detail

@@ -108,8 +108,11 @@ def measures(r) -> dict:
          "bytes": sum(s.get("allreduce_bytes") or 0 for s in steps),
          "has_exposed": any("exposed" in s for s in steps), "has_wait": any("wait" in s for s in steps),
          "induced": {}, "buckets": buckets([s for s in steps if id(s) not in {id(x) for x in synced}])}
-    micro_exposed = sampled_total(synced, "exposed", every) - sampled_total(synced, "wait", every)
+    micro_wait = sampled_total(synced, "wait", every)
+    micro_exposed = sampled_total(synced, "exposed", every) - micro_wait
     m["accumulation"] = max(0.0, micro_exposed) if opt and synced else 0.0
+    # their whole all-reduce but the waits: what gloo's threads took from compute on shared cores
+    m["accumulation_busy"] = max(0.0, sampled_total(synced, "allreduce", every) - micro_wait) if opt and synced else 0.0
     m["transfer"] = max(0.0, m["exposed"] - m["wait"] - m["accumulation"])
     if acc is None:
         m.update(wall=sum(s["step_time"] for s in steps), window=sum(s["step_time"] for s in steps),

@@ -40,7 +40,7 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
     found = F.outside(ms, att, world)
     if world > 1:   # many small buckets first: the exposed transfer is theirs then
         found += [F.small_buckets(ms, run, setting)]
-        found += F.waiting(ms, att, setting) + F.transfer(ms, run, setting) + [F.accumulation(ms)]
+        found += F.waiting(ms, att, setting) + F.transfer(ms, run, setting) + [F.accumulation(ms, setting, notes)]
     host, host_undecided = F.host_bound(ms, run)
     found += [F.data(ms, att, setting, run), F.untimed(ms, att), host]
     # one order for all, by seconds: a suspected finding's are an estimate, and it says so
@@ -79,7 +79,8 @@ def _projection(run, ms, epochs, iterations) -> tuple[float, str]:
 def _scale(m, a, factor) -> None:
     """A rank's measures and waits at `factor` times the measured length; start-up stays as it is."""
     once = m.get("data_launch") or 0.0   # the loader's start in the first step: once per launch
-    for k in ("wait", "exposed", "data", "data_host", "transfer", "accumulation", "untimed", "after", "compute"):
+    for k in ("wait", "exposed", "data", "data_host", "transfer", "accumulation", "accumulation_busy", "untimed",
+              "after", "compute"):
         if m.get(k) is not None:
             m[k] = (once if k == "data" else 0.0) + (m[k] - (once if k == "data" else 0.0)) * factor
     if m.get("buckets"):
