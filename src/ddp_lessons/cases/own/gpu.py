@@ -1,4 +1,4 @@
-"""Notebook 07's recorded GPU run read back: the record, its NCCL_DEBUG=INFO
+"""Notebook 07's recorded GPU run read back (`Record.load(RUN)`): where it was made, its NCCL_DEBUG=INFO
 lines sorted by what they say, and Holistic Trace Analysis on its trace.
 
 The record is made by `benchmarks/record_own_run_gpu.py` into
@@ -12,10 +12,6 @@ import contextlib
 import io
 import logging
 import re
-from pathlib import Path
-
-from ...tool import records
-from ...tool.paths import RUNS_DIR
 
 RUN = "own-run-h200x1"
 # What an NCCL INFO line is about, by the words in it (first match wins).
@@ -26,16 +22,29 @@ KINDS = (("transport to a peer", re.compile(r" via (P2P|SHM|NET)|P2P/IPC|P2P/CUM
          ("version and environment", re.compile(r"NCCL version|NCCL_|cudaDriverVersion|Setting affinity|CPU")))
 
 
-def folder(runs_dir=RUNS_DIR) -> Path:
-    """Defined in notebook 07_diagnose_your_own_run."""
-    return Path(runs_dir) / RUN
-
-
-def load(runs_dir=RUNS_DIR) -> dict | None:
-    """The recorded GPU run, or None where it has not been recorded yet.
+def provenance(rec) -> str:
+    """Where a `Record` was made: the GPU, torch and NCCL, the date and commit, and the commit's note.
     Defined in notebook 07_diagnose_your_own_run."""
-    path = folder(runs_dir) / "record.json"
-    return records.load(path) if path.exists() else None
+    m, raw = rec.machine or {}, rec.raw
+    line = (f"{', '.join(m.get('gpus') or ['no GPU'])}; torch {m.get('torch')}, NCCL {m.get('nccl')}; recorded "
+            f"{str(raw.get('created', ''))[:10]} at commit {raw.get('commit') or 'not recorded'}")
+    return line + (f" ({raw['commit_note']})" if raw.get("commit_note") else "")
+
+
+def results(rec, key: str) -> dict:
+    """One of the record's tool outputs (`nccl_debug`, `nvidia_smi_topo`, `nvidia_smi_q`): its lines or text,
+    and the reason where it is absent. Defined in notebook 07_diagnose_your_own_run."""
+    return (rec.raw.get("results") or {}).get(key) or {"lines": [], "text": None, "reason": "not recorded"}
+
+
+def topology(rec) -> str:
+    """The matrix of the record's `nvidia-smi topo -m` (its legend and terminal colours left out), or why it is
+    absent. Defined in notebook 07_diagnose_your_own_run."""
+    topo = results(rec, "nvidia_smi_topo")
+    if not topo.get("text"):
+        return f"no topology: {topo.get('reason')}"
+    rows = re.sub(r"\x1b\[[0-9;]*m", "", topo["text"]).split("Legend:")[0].strip().splitlines()
+    return "\n".join(row.expandtabs(8).rstrip() for row in rows)
 
 
 def sort_nccl(lines: list[str]) -> dict[str, list[str]]:

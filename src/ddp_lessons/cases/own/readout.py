@@ -1,85 +1,109 @@
-"""The workload's runs as numbers a lesson compares: per rank and run, where
-the wall time went (training steps, evaluation, and inside the steps data
-wait, per-step logging, exposed all-reduce), and per setup the repeats.
-
-A run takes as long as its slowest rank (`run_time`). Evaluation is timed
-between epochs, outside every step. Defined in notebook 07_diagnose_your_own_run.
+"""The workload's runs as numbers a lesson compares: the rounds run here as a `Record` (setup -> one `Run`
+per round), a run's time (its slowest rank's wall, evaluation included), each rank's evaluation and
+its share, the avoidable costs by cause, and the numbers each claim of `claims` is decided on.
+Defined in notebook 07_diagnose_your_own_run.
 """
 
 from __future__ import annotations
 
+import statistics
 
-def rank_numbers(r: dict) -> dict:
-    """One rank's run: wall, train, eval (s), eval's share of train + eval, and
-    summed over its steps the data wait, the log phase and exposed all-reduce."""
-    steps = r["timer"]["steps"]
-    train = sum(e["train_s"] for e in r["epochs"])
-    ev = sum(e["eval_s"] for e in r["epochs"])
-    return {"rank": r["rank"], "world_size": r["world_size"], "wall_s": r["wall_s"], "train_s": train,
-            "eval_s": ev, "eval_share": ev / (train + ev) if train + ev else 0.0,
-            "eval_samples": r["epochs"][0].get("eval_samples", 0),
-            "data_s": sum(s.get("data", 0.0) for s in steps), "log_s": sum(s.get("log", 0.0) for s in steps),
-            "exposed_s": sum(s.get("exposed", 0.0) or 0.0 for s in steps), "steps": len(steps)}
+from ...tool.runs import Rank, Record, Run
+
+CAUSES = ("duplicated evaluation", "data wait", "per-step logging", "exposed all-reduce")
 
 
-def run_time(ranks: list[dict]) -> float:
-    """A run's time: its slowest rank's wall time (the others wait for it at the end)."""
-    return max(r["wall_s"] for r in ranks)
+def record(raw: list, name: str = "measured here") -> Record:
+    """What `launch(train.rounds, ...)` returned (one value per rank) as a `Record`: `.setups`,
+    `.rounds(setup)` (one `Run` per round, of the ranks that ran it). Defined in notebook 07_diagnose_your_own_run."""
+    setups = raw[0]["runs"]   # rank 0 takes part in every setup
+    runs = {s: [[rank["runs"][s][i] for rank in raw if len(rank["runs"][s]) > i] for i in range(len(setups[s]))]
+            for s in setups}
+    return Record({"kind": "own-rounds", "results": {"runs": runs, "order": raw[0]["order"]}}, name)
 
 
-def setups(rounds_result: dict) -> dict:
-    """`train.rounds`' result as setup -> list (one per round) of per-rank numbers.
-    Under `launch`, pass the list of every rank's result. Defined in notebook 07_diagnose_your_own_run."""
-    per_rank = rounds_result if isinstance(rounds_result, list) else [rounds_result]
-    names = per_rank[0]["runs"]   # rank 0 takes part in every setup
-    return {name: [[rank_numbers(rk["runs"][name][i]) for rk in per_rank if len(rk["runs"][name]) > i]
-                   for i in range(len(per_rank[0]["runs"][name]))] for name in names}
+def run_time(run: Run) -> float:
+    """A run's time: its slowest rank's wall (the others wait for it at the end).
+    Defined in notebook 07_diagnose_your_own_run."""
+    return max(rank["wall_s"] for rank in run)
 
 
-def times(rounds: list[list[dict]]) -> list[float]:
-    """Each round's run time. Defined in notebook 07_diagnose_your_own_run."""
-    return [run_time(ranks) for ranks in rounds]
+def times(rec: Record) -> dict:
+    """setup -> each round's run time (s). Defined in notebook 07_diagnose_your_own_run."""
+    return {s: [run_time(run) for run in rec.rounds(s)] for s in rec.setups}
 
 
-def costs(ranks: list[dict], duplicated: bool) -> list[dict]:
-    """Per rank, seconds each avoidable cost took in the run: evaluation done on
-    every rank beyond its share (`eval_s * (1 - 1/world)`; 0 when the
-    evaluation is split), data wait, per-step logging, exposed all-reduce.
+def evaluation(rank: Rank) -> float:
+    """Seconds this rank spent evaluating, summed over the epochs. Defined in notebook 07_diagnose_your_own_run."""
+    return sum(e["eval_s"] for e in rank["epochs"])
+
+
+def eval_samples(rank: Rank) -> int:
+    """Test samples this rank evaluated in its first epoch. Defined in notebook 07_diagnose_your_own_run."""
+    return rank["epochs"][0]["eval_samples"]
+
+
+def eval_share(rank: Rank) -> float:
+    """Evaluation's share of this rank's training + evaluation time. Defined in notebook 07_diagnose_your_own_run."""
+    ev, tr = evaluation(rank), sum(e["train_s"] for e in rank["epochs"])
+    return ev / (ev + tr) if ev + tr else 0.0
+
+
+def costs(run: Run, duplicated: bool = True) -> list[dict]:
+    """Per rank, the seconds each avoidable cause took (`CAUSES`): the evaluation beyond the rank's share
+    (eval x (1 - 1/world), where every rank evaluates the whole set; 0 when it is split), the wait for
+    each batch, the per-step `loss.item()` and print, and the all-reduce the backward did not hide.
     Defined in notebook 07_diagnose_your_own_run."""
     out = []
-    for r in ranks:
-        dup = r["eval_s"] * (1 - 1 / r["world_size"]) if duplicated else 0.0
-        out.append({"rank": r["rank"], "duplicated evaluation": dup, "data wait": r["data_s"],
-                    "per-step logging": r["log_s"], "exposed all-reduce": r["exposed_s"]})
+    for rank in run:
+        steps = rank.steps()
+        dup = evaluation(rank) * (1 - 1 / rank["world_size"]) if duplicated else 0.0
+        out.append(dict(zip(CAUSES, (dup, sum(s.get("data", 0.0) for s in steps),
+                                     sum(s.get("log", 0.0) for s in steps),
+                                     sum(s.get("exposed") or 0.0 for s in steps)), strict=True)))
     return out
 
 
-def ranked(costs_by_rank: list[dict]) -> list[tuple[str, float, float]]:
-    """Causes by their largest per-rank cost: (cause, min, max over ranks), largest first.
+def cost_ratio(run: Run, cause: str = CAUSES[0]) -> float:
+    """`cause` summed over the ranks against every other cause summed over them: what the run lost to it,
+    not one rank's share (one rank's wait can swell in one round on a busy machine).
     Defined in notebook 07_diagnose_your_own_run."""
-    causes = [k for k in costs_by_rank[0] if k != "rank"]
-    rows = [(c, min(r[c] for r in costs_by_rank), max(r[c] for r in costs_by_rank)) for c in causes]
-    return sorted(rows, key=lambda t: -t[2])
+    per = costs(run)
+    mine = sum(c[cause] for c in per)
+    return mine / max(1e-12, sum(x for c in per for k, x in c.items() if k != cause))
 
 
-def median_steps(rounds: list[list[dict]], raw_runs: list[dict]) -> list[float]:
-    """Each round's median step time on rank 0, leaving out each epoch's first step
-    (it waits for the loader's start; the step after the first is DDP's bucket rebuild).
+def coverage(rank: Rank) -> float:
+    """(steps + named work outside them) / wall: the share of the rank's time the timer's marks explain.
     Defined in notebook 07_diagnose_your_own_run."""
-    import statistics
-    out = []
-    for r in raw_runs[:len(rounds)]:
-        firsts = {e["first_step"] for e in r["epochs"]} | {e["first_step"] + 1 for e in r["epochs"]}
-        out.append(statistics.median(s["step_time"] for s in r["timer"]["steps"] if s["step"] not in firsts))
-    return out
+    a = rank.account
+    return (a["steps"] + sum(a["outside"].values())) / a["wall"] if a and a["wall"] > 0 else 0.0
 
 
-def timer_with_passes(run: dict) -> dict:
-    """One rank's timer result from `train`'s value, with each epoch's first step (`pass_starts`)
-    taken from its epochs where the timer did not record them (records made before it did), so
-    `diagnose(..., epochs=N)` can tell the loader's start once per launch from a start every epoch.
+def busy_share(run: Run) -> tuple[float, int] | None:
+    """The GPU's busy share over the traced steps of the run's profiler trace, and how many steps it holds
+    (None without a trace). Defined in notebook 07_diagnose_your_own_run."""
+    steps = run.gpu_busy()
+    if not steps:
+        return None
+    return sum(s["busy_s"] for s in steps) / sum(s["span_s"] for s in steps), len(steps)
+
+
+def first_and_median_stall(rank: Rank) -> tuple[float, float]:
+    """The data wait of the first step (it waits for the loader's start) and the median of the others.
     Defined in notebook 07_diagnose_your_own_run."""
-    t = dict(run["timer"])
-    if not t.get("pass_starts"):
-        t.update(pass_starts=[e["first_step"] for e in run["epochs"]], data_passes=len(run["epochs"]))
-    return t
+    stalls = [s.get("data_stall", s.get("data", 0.0)) for s in rank.steps()]
+    return stalls[0], statistics.median(stalls[1:])
+
+
+def with_passes(run: Run) -> Run:
+    """`run` with each epoch's first step (`pass_starts`) taken from the worker's epochs where its timer did not
+    record them (records made before it did), so `diagnose(run, epochs=N)` pays the loader's start once.
+    Defined in notebook 07_diagnose_your_own_run."""
+    values = []
+    for rank in run:
+        timer = dict(rank.timer)
+        if not timer.get("pass_starts"):
+            timer.update(pass_starts=[e["first_step"] for e in rank["epochs"]], data_passes=len(rank["epochs"]))
+        values.append(dict(rank.value, timer=timer))
+    return Run(values, run.name, run.record, run.setup, run.round, run.trace)

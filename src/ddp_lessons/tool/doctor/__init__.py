@@ -58,7 +58,8 @@ def doctor(command, steps: int | None = None, warmup: int = 3, confirm: bool = F
     interleaved rounds of `confirm_steps` steps; `knobs`: more knobs to try ("ddp.bucket_cap_mb=50").
     `capture`: keep the command's output in `.stdout` instead of letting it through.
     Defined in notebook 07_diagnose_your_own_run."""
-    argv = cmd.resolve(list(command))
+    command = [str(a) for a in command]   # paths too
+    argv = cmd.resolve(command)
     extra = [knobs_.parse(k) for k in knobs]
     ran = cmd.run(argv, steps, warmup, {}, timeout, capture)
     run = Run(ran.ranks, name="doctor") if ran.ranks else None
