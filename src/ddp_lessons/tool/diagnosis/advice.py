@@ -102,27 +102,17 @@ def jitter(shared: bool) -> str:
             "collection, or clocks and throttling on one device")
 
 
-def host_bound() -> str:
-    return ("give the GPU more work per launch: a larger per-rank batch, torch.compile or CUDA graphs (fewer "
-            "kernel launches), no host sync in the step (loss.item() or print every step: log every N steps)")
-
-
-def untimed() -> str:
-    return ("find what runs there (StepTimer's phases, or a profiler window, name it): per-step host work such as "
-            "loss.item() and a print every step is the usual one; log every N steps")
-
-
-def accumulation() -> str:
-    return ("run every micro-step but the last of each optimizer step inside `with ddp_model.no_sync():` (or set "
-            "`ddp_model.require_backward_grad_sync = False` for them): the gradients add up locally and DDP "
-            "all-reduces them once, in the last micro-step's backward")
-
-
-def latency() -> str:
-    return ("give each all-reduce more work to pay for: a larger per-rank batch, accumulation with no_sync, "
-            "fewer larger buckets; or train this model on one process")
-
-
-def startup() -> str:
-    return ("paid once per launch: start once and train longer per launch; import and build before the loop only "
-            "what is needed")
+# The changes that do not depend on the run: one sentence each.
+FIXED = {
+    "host_bound": "give the GPU more work per launch: a larger per-rank batch, torch.compile or CUDA graphs (fewer "
+                  "kernel launches), no host sync in the step (loss.item() or print every step: log every N steps)",
+    "untimed": "find what runs there (StepTimer's phases, or a profiler window, name it): per-step host work such as "
+               "loss.item() and a print every step is the usual one; log every N steps",
+    "accumulation": "run every micro-step but the last of each optimizer step inside `with ddp_model.no_sync():` (or "
+                    "set `ddp_model.require_backward_grad_sync = False` for them): the gradients add up locally and "
+                    "DDP all-reduces them once, in the last micro-step's backward",
+    "latency": "give each all-reduce more work to pay for: a larger per-rank batch, accumulation with no_sync, fewer "
+               "larger buckets; or train this model on one process",
+    "startup": "paid once per launch: start once and train longer per launch; import and build before the loop only "
+               "what is needed",
+}

@@ -114,7 +114,7 @@ def untimed(ms, att) -> object:
     detail = f"time in and between steps no phase covers, s per rank: {_fmt(own)}"
     if any(waited):
         detail += f"; the others' waits for it: {_fmt(waited)}"
-    return make(UNTIMED, "", [a + b for a, b in zip(own, waited, strict=True)], ms, detail, advice.untimed())
+    return make(UNTIMED, "", [a + b for a, b in zip(own, waited, strict=True)], ms, detail, advice.FIXED["untimed"])
 
 
 def accumulation(ms, setting, notes: list) -> object:
@@ -134,10 +134,10 @@ def accumulation(ms, setting, notes: list) -> object:
               f"{_fmt(exposed)}" + (f"; their whole all-reduce but the waits (shared cores): {_fmt(busy)}"
                                     if setting.shared else ""))
     status = MEASURED if max(exposed) >= max(busy) else SUSPECTED
-    f = make(ACCUMULATION, "", per, ms, detail, advice.accumulation(), status=status, needs_code=True)
+    f = make(ACCUMULATION, "", per, ms, detail, advice.FIXED["accumulation"], status=status, needs_code=True)
     if f is None:
         notes.append(f"gradient accumulation without no_sync: {n:.3g} all-reduces per optimizer step where one "
-                     f"would do, {max(per):.3g} s (under 3% of the window): {advice.accumulation()}")
+                     f"would do, {max(per):.3g} s (under 3% of the window): {advice.FIXED['accumulation']}")
     return f
 
 
@@ -179,7 +179,7 @@ def transfer(ms, run, setting) -> list:
     model = run[0].model
     cap = model.get("bucket_cap_bytes")
     one = bool(m["buckets"] and m["buckets"]["count"] == 1 and cap and (model.get("grad_bytes") or 0) > 2 * advice.MIB)
-    change = advice.latency() if small else advice.exposed(m["buckets"], cap, model.get("grad_bytes"))
+    change = advice.FIXED["latency"] if small else advice.exposed(m["buckets"], cap, model.get("grad_bytes"))
     knob = ({"ddp": {"bucket_cap_mb": 25}} if small and cap and cap < advice.DEFAULT_CAP else
             {"ddp": {"bucket_cap_mb": max(1, min(25, cap // 4 // advice.MIB))}} if one and not small else
             {"hook": "bf16"} if setting.backend == "nccl" and not small else None)
@@ -229,7 +229,7 @@ def host_bound(ms, run) -> tuple[object, str | None]:
         per = [(1 - frac) * sum(s["step_time"] for s in r.steps()) for r in run]
         detail = (f"the GPU was busy {frac:.0%} of {len(busy)} traced steps (kernels, copies and sets in a profiler "
                   "trace of rank 0): the phase times here are CUDA-event spans paced by the host, not GPU work")
-        return make(HOST_BOUND, "", per, ms, detail, advice.host_bound()), None
+        return make(HOST_BOUND, "", per, ms, detail, advice.FIXED["host_bound"]), None
     paced = []
     for r in run:
         host = [s for s in r.steps()[2:] if s.get("host")]
@@ -242,7 +242,7 @@ def host_bound(ms, run) -> tuple[object, str | None]:
         per = [m["compute"] for m in ms]
         detail = (f"the host took {max(p or 0 for p in paced):.0%} of the device's time to issue forward and "
                   "backward: the GPU keeps up with the host, so it likely waits for it (a profiler window decides)")
-        return make(HOST_BOUND, "", per, ms, detail, advice.host_bound(), status=SUSPECTED), None
+        return make(HOST_BOUND, "", per, ms, detail, advice.FIXED["host_bound"], status=SUSPECTED), None
     return None, ("host-bound GPU steps: CUDA-event marks cannot tell an idle GPU from a busy one; a short "
                   "torch.profiler window (or this version's timer, which keeps the host's spans too) decides")
 
@@ -254,4 +254,4 @@ def startup(ms) -> Finding | None:
     i = max(range(len(ms)), key=per.__getitem__)
     return Finding(STARTUP, "", per[i], per[i] / ms[i]["wall"] if ms[i]["wall"] else 0.0, per,
                    f"the run's start (the process's, or the timer's run_start) to the first step, s per rank: "
-                   f"{_fmt(per)}", advice.startup(), CAUSES[STARTUP][1], rank=ms[i]["rank"])
+                   f"{_fmt(per)}", advice.FIXED["startup"], CAUSES[STARTUP][1], rank=ms[i]["rank"])
