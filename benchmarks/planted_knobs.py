@@ -43,17 +43,24 @@ REMOVES = {"by hand: bucket_cap_mb=25": "small buckets", "by hand: predecode": "
            "by hand: find_unused=0": "find_unused_parameters", "knob: bucket_cap_mb=25": "small buckets",
            "knob: num_workers=1": "per-sample decoding", "knob: find_unused_parameters=False": "find_unused_parameters"}
 # advice that would plant a cause again, by the setup that removed it
-REPLANTS = {"by hand: bucket_cap_mb=25": ("a bucket_cap_mb below", "smaller bucket_cap_mb"),
+REPLANTS = {"by hand: bucket_cap_mb=25": ("a bucket_cap_mb below", "smaller bucket_cap_mb", "bucket_cap_mb=0"),
             "by hand: find_unused=0": ("find_unused_parameters=True",), "by hand: predecode": ("workers",)}
 
 
-def one(cmd, name) -> dict:
+def one(cmd, name, tries: int = 3) -> dict:
+    """One run of a setup under the doctor; a run that fails (torch's gloo can abort a rank at exit now and
+    then) is made again, up to `tries` times, each failure's last lines kept."""
     flags, knobs = SETUPS[name]
-    load = os.getloadavg()[0]
-    ran = command.run([*cmd, *flags], knobs=knobs, capture=True, timeout=600)
+    failures = []
+    for _ in range(tries):
+        load = os.getloadavg()[0]
+        ran = command.run([*cmd, *flags], knobs=knobs, capture=True, timeout=600)
+        if ran.returncode == 0 and loop_seconds(ran.stdout or "") is not None:
+            break
+        failures.append({"returncode": ran.returncode, "tail": (ran.stdout or "")[-1500:]})
     d = diagnose(Run(ran.ranks)) if ran.ranks else None
     return {"setup": name, "load": load, "loop_s": loop_seconds(ran.stdout or ""), "per_step": confirm.per_step(ran),
-            "returncode": ran.returncode,
+            "returncode": ran.returncode, "failures": failures,
             "findings": [{"cause": f.cause, "seconds": f.seconds, "window_share": f.window_share, "status": f.status,
                           "change": f.change, "knob": f.knob} for f in d.findings] if d else [],
             "notes": d.notes if d else [], "knobs_planned": [k.name for k in confirm.plan(d, Run(ran.ranks))]

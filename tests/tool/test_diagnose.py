@@ -124,7 +124,12 @@ def test_many_small_buckets_advise_a_larger_cap_and_one_bucket_a_smaller():
     assert "raise the bucket cap" in f.change and "24 buckets" in f.change
     one = {"kind": "ddp", "bucket_cap_bytes": 100 * MIB, "grad_bytes": 64 * MIB}
     exp = diagnose(simulate(transfer=0.02, buckets=[(64 * MIB, 1.0, 0)], model=one)).finding(EXPOSED)
-    assert "one bucket" in exp.change and "smaller bucket_cap_mb" in exp.change
+    assert "one bucket" in exp.change and "bucket_cap_mb=16 gives about 4 buckets" in exp.change
+    assert exp.knob == {"ddp": {"bucket_cap_mb": 16.0}}
+    # on shared cores there is no core to overlap on: no smaller cap (it would plant small buckets again)
+    shared = diagnose(simulate(transfer=0.02, buckets=[(64 * MIB, 1.0, 0)], model=one, threads=1, cores=2))
+    assert "would not overlap here (the ranks share cores)" in shared.finding(EXPOSED).change
+    assert "bucket_cap_mb=" not in shared.finding(EXPOSED).change
 
 
 def test_loader_advice_reads_the_core_budget():

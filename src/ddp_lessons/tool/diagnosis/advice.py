@@ -78,12 +78,24 @@ def last_bucket(tensors: list | None, last_bytes: int) -> str:
             f"splits it, so its earlier tensors leave during the backward; or {fewer}")
 
 
-def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None) -> str:
+def split_one(grad_bytes: int | None) -> float | None:
+    """The cap that puts a gradient of over 8 MiB in about 4 buckets of over 2 MiB each (None: too small
+    for buckets to pay their own fixed cost)."""
+    return round(grad_bytes / 4 / MIB, 1) if grad_bytes and grad_bytes > 8 * MIB else None
+
+
+def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None, shared: bool) -> str:
+    """The exposed transfer: where the whole gradient is one bucket on a machine with a core to overlap
+    on, a cap that gives a few buckets of over 2 MiB; otherwise fewer bytes or less often."""
     fewer = ("send fewer bytes (a bf16/fp16 compression hook where the backend reduces them; no unused "
              "parameters) or all-reduce less often (accumulation with no_sync)")
-    if buckets and buckets["count"] == 1 and grad_bytes and grad_bytes > 2 * MIB:
-        return (f"the whole gradient goes in one bucket (cap {cap / MIB:.3g} MB): a smaller bucket_cap_mb lets "
-                f"buckets leave during the backward; or {fewer}" if cap else f"{fewer}")
+    if buckets and buckets["count"] == 1 and cap:
+        split = split_one(grad_bytes)
+        if shared or split is None:   # no core to overlap on, or buckets too small to pay their way
+            return (f"the whole gradient goes in one bucket, and splitting it would not overlap here ("
+                    f"{'the ranks share cores' if shared else 'it is too small'}): {fewer}")
+        return (f"the whole gradient goes in one bucket (cap {cap / MIB:.3g} MB): bucket_cap_mb={split:g} gives "
+                f"about 4 buckets that leave during the backward; or {fewer}")
     return fewer
 
 

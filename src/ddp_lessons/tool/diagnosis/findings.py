@@ -178,10 +178,12 @@ def transfer(ms, run, setting) -> list:
               f"{per_call / 1024:.4g} KiB per call")
     model = run[0].model
     cap = model.get("bucket_cap_bytes")
-    one = bool(m["buckets"] and m["buckets"]["count"] == 1 and cap and (model.get("grad_bytes") or 0) > 2 * advice.MIB)
-    change = advice.FIXED["latency"] if small else advice.exposed(m["buckets"], cap, model.get("grad_bytes"))
+    split = advice.split_one(model.get("grad_bytes")) if not setting.shared else None
+    one = bool(m["buckets"] and m["buckets"]["count"] == 1 and cap and split)
+    change = (advice.FIXED["latency"] if small else
+              advice.exposed(m["buckets"], cap, model.get("grad_bytes"), setting.shared))
     knob = ({"ddp": {"bucket_cap_mb": 25}} if small and cap and cap < advice.DEFAULT_CAP else
-            {"ddp": {"bucket_cap_mb": max(1, min(25, cap // 4 // advice.MIB))}} if one and not small else
+            {"ddp": {"bucket_cap_mb": split}} if one and not small else
             {"hook": "bf16"} if setting.backend == "nccl" and not small else None)
     out.append(make(LATENCY if small else EXPOSED, "", per, ms, detail, change, knob=knob))
     return out
