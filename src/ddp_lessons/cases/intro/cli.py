@@ -9,7 +9,8 @@ import json
 from ...tool import allreduce, commands, records
 from ...tool.launcher import launch, visible_gpus
 from ...tool.runs import Rank
-from . import workers
+from . import train, workers
+from .options import Options, Sweep
 
 
 def info_command(p):
@@ -34,23 +35,26 @@ def hello_command(p):
 
 def allreduce_command(p):
     commands.common(p)
-    p.add_argument("--min-bytes", type=int, default=4 * 1024)
+    p.add_argument("--min-bytes", type=int, default=Sweep().lo)
     p.add_argument("--max-bytes", type=int, default=64 * 2**20)
-    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--iters", type=int, default=Sweep().iters)
+    p.add_argument("--warmup", type=int, default=Sweep().warmup)
 
     def run(args):
-        sizes = allreduce.default_sizes(args.min_bytes, args.max_bytes)
-        out = commands.run_workers(args, allreduce.sweep, (sizes, args.iters))
+        sweep = Sweep(lo=args.min_bytes, hi=args.max_bytes, iters=args.iters, warmup=args.warmup)
+        sizes = sweep.sizes()
+        out = commands.run_workers(args, allreduce.sweep, (sizes, sweep.iters, sweep.warmup))
         if out is None:
             return
         rows = allreduce.summarize(out)
         fit = allreduce.fit_latency_bandwidth(rows)
         for r in rows:
-            print(f"{r['bytes']:>12d} B  {r['time'] * 1e6:10.1f} us  algbw {r['algbw'] / 1e9:7.2f} GB/s  "
-                  f"busbw {r['busbw'] / 1e9:7.2f} GB/s")
-        print(allreduce.describe_fit(fit))
-        commands.save_record(args, "allreduce", {"sizes": sizes, "iters": args.iters, "world_size": len(out)},
-                    {"ranks": out, "rows": rows, "fit": fit}, backend=out[0]["backend"])
+            print(f"{r['bytes']:>12d} B  {r['time'] * 1e6:10.1f} us (best {r['best'] * 1e6:9.1f})  "
+                  f"algbw {r['algbw'] / 1e9:7.2f} GB/s  busbw {r['busbw'] / 1e9:7.2f} GB/s")
+        print(allreduce.describe_fit(fit) + f"; it misses some size by up to {fit['max_rel_error']:.0%}")
+        commands.save_record(args, "allreduce", {"sizes": sizes, "iters": args.iters, "warmup": args.warmup,
+                                                 "world_size": len(out)},
+                             {"ranks": out, "rows": rows, "fit": fit}, backend=out[0]["backend"])
     return run
 
 
@@ -63,8 +67,8 @@ def train_mlp_command(p):
     p.add_argument("--untimed", action="store_true", help="run with the timer disabled")
 
     def run(args):
-        out = commands.run_workers(args, workers.train_mlp, (args.steps, args.width, args.depth, args.batch,
-                                                 25.0, not args.untimed))
+        o = Options(steps=args.steps, width=args.width, depth=args.depth, batch=args.batch, timed=not args.untimed)
+        out = commands.run_workers(args, train.train, (o,))
         if out is None:
             return
         for r in out:

@@ -1,4 +1,6 @@
-"""The small workers of notebook 00: a first all-reduce and a small DDP model.
+"""The small workers of notebook 00: a first all-reduce, a failing rank, all-reduces of a few sizes
+interleaved round by round (`interleaved`), and `train_mlp` (`train.train` with its options as
+arguments, as the tool's tests and benchmarks call it).
 
 Workers live in a module, not in notebook cells: spawned processes import
 them by name (see `launch`). Defined in notebook 00_first_launch.
@@ -7,16 +9,17 @@ them by name (see `launch`). Defined in notebook 00_first_launch.
 from __future__ import annotations
 
 import os
+import time
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 
-from ...tool import hooks, runtime
-from ...tool.ddp import gradient_bytes, wrap_ddp
-from ...course.toy import mlp
+from ...tool import runtime
 from ...tool.launcher import report_progress
-from ...tool.timing import StepTimer, ddp_logging_times
+from . import train
+from .options import Options
+
+_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
 def hello() -> dict:
@@ -46,40 +49,45 @@ def fail_on(rank: int, how: str = "raise") -> None:
     return t.item()
 
 
+def interleaved(sizes, rounds: int = 150, warmup: int = 10) -> dict:
+    """Worker: one all-reduce of each of `sizes` (bytes, float32) per round, in an order rotated and
+    reversed from round to round, so a busy moment of the machine hits every size alike (the sweep times
+    each size in a block of its own). Returns this rank's seconds per call: `times[i][k]`, size i, round k.
+    On GPUs each call is timed by CUDA events, read after the last round. Defined in notebook 00_first_launch."""
+    dev = runtime.device()
+    bufs = [torch.ones(max(1, s // 4), device=dev) for s in sizes]
+    for b in bufs:
+        for _ in range(warmup):
+            dist.all_reduce(b)
+    dist.barrier()  # every rank starts the rounds together
+    marks = [[] for _ in sizes]
+    for k in range(rounds):
+        order = list(range(len(sizes)))[k % len(sizes):] + list(range(len(sizes)))[:k % len(sizes)]
+        for i in reversed(order) if k % 2 else order:
+            marks[i].append(_timed(bufs[i], dev))
+        report_progress(k + 1, rounds)  # between rounds, outside every timed call
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)  # note: the one CPU-GPU sync, after every round
+        marks = [[a.elapsed_time(b) / 1e3 for a, b in m] for m in marks]
+    return {"rank": dist.get_rank(), "sizes": [b.numel() * 4 for b in bufs], "times": marks}
+
+
+def _timed(buf, dev):
+    if dev.type == "cuda":
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dist.all_reduce(buf)
+        b.record()
+        return a, b
+    t0 = time.perf_counter()
+    dist.all_reduce(buf)  # gloo: returns when the all-reduce has completed
+    return time.perf_counter() - t0
+
+
 def train_mlp(steps: int = 20, width: int = 256, depth: int = 4, batch: int = 64,
               bucket_cap_mb: float = 25.0, timed: bool = True, comm_delay_s: float = 0.0,
               comm_dtype=None, ddp_logging: bool = False, seed: int = 0) -> dict:
-    """Train a small MLP with DDP on random data; return per-step timings.
-
-    `timed=False` runs the same loop with the timer disabled (overhead benchmark).
-    `comm_delay_s`: a known delay per bucket after its all-reduce (`hooks.delayed`);
-    `comm_dtype`: all-reduce in torch.float16 / torch.bfloat16 (`hooks.compression_hook`).
-    Both are sent whether timed or not.
-    `ddp_logging=True` also returns DDP's own timings of every step, to cross-check.
-    Defined in notebook 00_first_launch."""
-    torch.manual_seed(seed)  # same initial weights on every rank (DDP also broadcasts)
-    dev = runtime.device()
-    model = wrap_ddp(mlp(width, depth).to(dev), dev, bucket_cap_mb=bucket_cap_mb)
-    if ddp_logging:
-        model._set_ddp_runtime_logging_sample_rate(1)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    g = torch.Generator().manual_seed(seed + dist.get_rank())
-    data = [(torch.randn(batch, 32, generator=g), torch.randn(batch, 1, generator=g)) for _ in range(steps)]
-    # What is sent is the hook's business; the timer only wraps it (timed=False: registered alone).
-    hook = hooks.delayed(hooks.compression_hook(comm_dtype), comm_delay_s)
-    timer = StepTimer(model, enabled=timed, hook=hook)
-    logged = []
-    for i, (x, y) in enumerate(timer.data(data)):
-        x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-        with timer.phase("forward"):
-            loss = nn.functional.mse_loss(model(x), y)
-        if ddp_logging and i > 0:
-            # DDP updates its logging data in the forward pass: it now holds step i-1.
-            logged.append(ddp_logging_times(model))
-        timer.finish_step(loss, opt)
-        report_progress(i + 1, steps)
-    out = timer.result() if timed else {"rank": dist.get_rank(), "steps": []}
-    out["ddp_logging"] = logged
-    out["grad_bytes"] = gradient_bytes(model)
-    out["comm_hook"] = model._get_ddp_logging_data().get("comm_hook", "")  # the hook DDP runs, by name
-    return out
+    """`train.train` with `Options(steps=..., ...)` given as arguments (`comm_dtype` may be a torch dtype)."""
+    return train.train(Options(steps=steps, width=width, depth=depth, batch=batch, bucket_cap_mb=bucket_cap_mb,
+                               timed=timed, comm_delay_s=comm_delay_s, comm_dtype=_DTYPES.get(comm_dtype, comm_dtype),
+                               ddp_logging=ddp_logging, seed=seed))

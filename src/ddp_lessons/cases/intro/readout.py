@@ -1,0 +1,134 @@
+"""What notebook 00's workers and records return, read back as numbers: the sweep's best times and the two
+ratios its claim reads; the timer against DDP's own clock, step by step; where a known delay went; the
+recorded cost of timing; and where a record comes from. Defined in notebook 00_first_launch.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import torch
+
+from ...course import replay
+from ...course.timer_validation.check import validation_summary
+from ...tool.runs import Run
+from . import train
+
+# Each size's best of 150 interleaved rounds on 2 shared cores gave 64 KiB / 4 KiB 0.69 to 1.40 and
+# 16 MiB / 4 MiB 3.61 to 5.60 over 20 launches at load 1.4 to 3 (50 rounds: 0.70 to 1.41, 3.55 to 5.12 over
+# 12 launches at load 2 to 4.4; the sweep's blocks, one size after another, gave 0.47 and 6.7). Both
+# ratios sit near a bound of the model by nature (1x for pure latency, 4x for pure bytes), so the bounds
+# are widened by this factor before a ratio counts as impossible: 1 / 1.75 = 0.57x and 4 x 1.75 = 7x.
+NOISE = 0.75
+RESOLUTION = 50e-6   # two host clocks, a Python hook and a callback: tens of microseconds apart at best
+
+
+def best_of(rows: list[dict]) -> list[dict]:
+    """The sweep's rows (`allreduce.summarize`) with each size's best iteration as its time, algbw and
+    busbw recomputed: what the link does between the scheduler's interruptions.
+    Defined in notebook 00_first_launch."""
+    return [dict(r, time=r["best"], algbw=r["bytes"] / r["best"],
+                 busbw=r["busbw"] * r["time"] / r["best"]) for r in rows]
+
+
+def ratios(ranks: list[dict]) -> dict:
+    """The two ratios the sweep's claim reads, from what `workers.interleaved` returned on every rank
+    (sizes 4 KiB, 64 KiB, a quarter of the largest, the largest): each size's best round (a call is done
+    when its slowest rank is), then "small", 64 KiB over 4 KiB (16x the bytes: the model allows 1x to 16x,
+    latency-bound under 4x) and "large", the largest over a quarter of it (4x the bytes: the model allows
+    1x to 4x, bandwidth-bound over 2x). Defined in notebook 00_first_launch."""
+    sizes = ranks[0]["sizes"]
+    best = {s: min(max(r["times"][i][k] for r in ranks) for k in range(len(ranks[0]["times"][i])))
+            for i, s in enumerate(sizes)}
+    return {"small": best[sizes[1]] / best[sizes[0]], "large": best[sizes[3]] / best[sizes[2]],
+            "sizes": sizes, "best": best}
+
+
+def misfit(r: dict, noise: float = NOISE) -> tuple[float, float]:
+    """(low, high) for the claim "latency_then_bandwidth" (side "<", limit 1). low: the worse of the two
+    ratios against its regime's bound (small / 4, 2 / large; 1 = on the bound); high: also against the
+    model's own bounds widened by `noise` (1 / (1 + noise) / small, large / (4 (1 + noise))): a sweep whose
+    ratio no latency + bytes / bandwidth allows straddles the limit and decides nothing.
+    Defined in notebook 00_first_launch."""
+    regime = max(r["small"] / 4, 2 / r["large"])
+    model = max(1 / (1 + noise) / r["small"], r["large"] / (4 * (1 + noise)))
+    return regime, max(regime, model)
+
+
+def clocks(run: Run, rel: float = 0.25, resolution: float = RESOLUTION) -> dict:
+    """Rank 0's exposed all-reduce per step after the warm-up, by the timer and by DDP's own logging (its
+    worker returned both), and in how many steps they agree: |difference| <= `rel` of DDP's + `resolution`.
+    Defined in notebook 00_first_launch."""
+    rank = run[0]
+    theirs = [d["exposed"] for d in rank["ddp_logging"][2:]]  # entry i: step i; the last step has none
+    ours = [s["exposed"] for s in rank.steps(skip=2)][:len(theirs)]
+    pairs = list(zip(ours, theirs, strict=True))
+    agree = sum(abs(a - b) <= rel * b + resolution for a, b in pairs)
+    return {"steps": len(pairs), "agree": agree, "timer": statistics.median(a for a, _ in pairs),
+            "ddp": statistics.median(b for _, b in pairs),
+            "difference": statistics.median(a - b for a, b in pairs)}
+
+
+def moved(base: Run, slow: Run, keys=("step_time", "exposed", "backward_compute", "forward")) -> dict:
+    """How far rank 0's median step moved from `base` to `slow`, per number of the step (seconds).
+    Defined in notebook 00_first_launch."""
+    b, s = base[0].median_step(), slow[0].median_step()
+    return {k: s[k] - b[k] for k in keys if k in b and k in s}
+
+
+def cost_rounds(rec: dict) -> dict:
+    """From a timer-cost record (benchmarks/timer_validation.py): mode -> its cost against DDP alone
+    (`builtin`): "per_round" (in round order), "median", "lo", "hi". Defined in notebook 00_first_launch."""
+    rows = [{m: v.get("s_per_step") for m, v in r.items()}
+            for r in rec["results"]["runs"]["cost"]["ranks"][0]["rounds"]]
+    out = {}
+    for m in (m for m in rows[0] if m != "builtin"):
+        per = [r[m] / r["builtin"] - 1 for r in rows]
+        out[m] = {"per_round": per, "median": statistics.median(per), "lo": min(per), "hi": max(per)}
+    return out
+
+
+def costlier(costs: dict, mode: str = "light", than: str = "profiler") -> tuple[int, int]:
+    """In how many rounds of `cost_rounds` mode `than` cost more than `mode`, and of how many.
+    Defined in notebook 00_first_launch."""
+    pairs = list(zip(costs[mode]["per_round"], costs[than]["per_round"], strict=True))
+    return sum(b > a for a, b in pairs), len(pairs)
+
+
+def per_call(rec: dict) -> dict:
+    """A timer-cost record's per-call costs (microseconds) and its median step (`step_us`).
+    Defined in notebook 00_first_launch."""
+    run = rec["results"]["runs"]["cost"]
+    steps = sorted(r["builtin"]["s_per_step"] for r in run["ranks"][0]["rounds"])
+    return dict(run["micro"], step_us=steps[len(steps) // 2] * 1e6)
+
+
+def fr_kernels(rec: dict) -> dict:
+    """The flight recorder's all-reduce durations against the profiler's kernel times, per message size:
+    the median ratio and the share within 10%. Defined in notebook 00_first_launch."""
+    row = next(r for r in validation_summary(rec) if r["check"] == "fr_kernels")
+    return {"ratio_median": row["ratio_median"], "within_10pct": row["within_10pct"]}
+
+
+def full_mode_cost(where) -> dict:
+    """The recorded cost of the timer's mode "full" against DDP alone (`overhead-h200x1-small`), or the
+    same run made live where `where` runs on NCCL (`course.replay`): per round and median.
+    Defined in notebook 00_first_launch."""
+    rec = replay.stored_or_live("overhead-h200x1-small", train.overhead_results, where, kind="overhead")
+    t = rec["results"]["per_round"]
+    rounds = sorted(f / o - 1 for f, o in zip(t["full"], t["off"], strict=True))
+    return {"record": rec, "rounds": rounds, "median": rounds[len(rounds) // 2],
+            "step_ms": statistics.median(t["off"]) * 1e3}
+
+
+def provenance(rec: dict) -> str:
+    """What `records.describe_machine` leaves out of a record's line: the commit it was made from (or that
+    it names none), an uncommitted tree, and a torch other than this kernel's.
+    Defined in notebook 00_first_launch."""
+    commit, note = rec.get("commit"), rec.get("commit_note") or ""
+    line = f"commit {commit}" if commit else "no commit recorded"
+    if "uncommitted" in note or str(commit).endswith(("+dirty", "+wip")):
+        line += ", from an uncommitted tree"
+    if rec["machine"]["torch"] != torch.__version__:
+        line += f"; this kernel runs torch {torch.__version__}"
+    return line
