@@ -97,7 +97,7 @@ print(launch(my_worker, world_size=where.world_size, start_method="fork"))
 
 # %%
 demo = records.load("errors-h200")
-print("recorded on:", records.describe_machine(demo), "|", readout.provenance(demo))
+print("recorded on:", records.describe_machine(demo))
 seen = demo["results"]
 for case in ("fork_before_cuda", "fork_after_is_available", "fork_after_cuda"):
     print(f"{case:24s} -> {seen[case][:110]}")
@@ -303,7 +303,7 @@ print(f"measured over {c['steps']} steps: exposed all-reduce, timer {c['timer'] 
 
 # %%
 cost = records.load("timer-cost-h200x1")
-print("recorded on:", records.describe_machine(cost), "|", readout.provenance(cost))
+print("recorded on:", records.describe_machine(cost))
 costs = readout.cost_rounds(cost)
 for mode in ("light", "light_marks", "light_ddp", "profiler"):
     o = costs[mode]
@@ -335,7 +335,7 @@ print(f"5 marks + one read + a tenth of DDP's bookkeeping = {floor:.0f} us a ste
 
 # %%
 full = readout.full_mode_cost(where)
-print("recorded on:", records.describe_machine(full["record"]), "|", readout.provenance(full["record"]))
+print("recorded on:", records.describe_machine(full["record"]))
 print(f"mode full against DDP alone: median {full['median']:+.0%}, rounds {full['rounds'][0]:+.0%} .. "
       f"{full['rounds'][-1]:+.0%} on a {full['step_ms']:.1f} ms step")
 

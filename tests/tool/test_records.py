@@ -99,3 +99,18 @@ def test_a_record_names_the_commit_from_git_or_from_the_environment(monkeypatch)
     monkeypatch.setenv("DDP_LESSONS_COMMIT", "abc1234")                # a copy without .git
     assert records.source_commit() == "abc1234"
     assert records.make_record("x", {}, [])["commit"] == "abc1234"
+
+
+def test_a_records_line_names_its_commit_an_uncommitted_tree_and_another_torch():
+    import torch
+    rec = {"commit": "2de9dd4", "commit_note": "made from 2de9dd4 with uncommitted wording changes",
+           "created": "2026-12-04T17:00:00+00:00",
+           "machine": {"torch": "2.11.0+cu130", "python": "3.12.3", "gpus": ["NVIDIA H200"], "nccl": "2.28.9",
+                       "driver": "580", "cpu_count": 16}}
+    line = records.describe_machine(rec)
+    assert line.endswith(f"recorded 2026-12-04 at commit 2de9dd4, from an uncommitted tree (read here with torch "
+                         f"{torch.__version__})"), line
+    rec.update(commit=None, commit_note=None)
+    rec["machine"]["torch"] = torch.__version__
+    assert records.describe_machine(rec).endswith("at no recorded commit")
+    assert records.describe_machine(dict(rec, live=True)).endswith("measured live in this run")

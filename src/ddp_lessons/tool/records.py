@@ -219,12 +219,23 @@ def list_records(kind: str | None = None, runs_dir=None) -> list[str]:
 
 
 def describe_machine(rec: dict) -> str:
-    """One line naming the hardware and versions a record was made on
+    """One line naming the hardware and versions a record was made on, and where it came from: its commit
+    (or that it names none), an uncommitted tree, a torch other than the one reading it
     (ending 'measured live in this run' for one `course.replay.stored_or_live` made here).
     Defined in notebook 00_first_launch."""
+    import torch
     m = rec["machine"]
     cores = m.get("cpu_affinity") or m["cpu_count"]
     dev = f"{len(m['gpus'])}x {m['gpus'][0]}" if m.get("gpus") else f"{cores} CPU cores ({m.get('cpu_model')})"
     extra = f", NCCL {m['nccl']}, driver {m['driver']}" if m.get("nccl") else ""
-    when = "measured live in this run" if rec.get("live") else f"recorded {rec['created'][:10]}"
-    return f"{dev}; torch {m['torch']}{extra}; Python {m['python']}; {when}"
+    line = f"{dev}; torch {m['torch']}{extra}; Python {m['python']}"
+    if rec.get("live"):
+        return line + "; measured live in this run"
+    commit, note = rec.get("commit"), rec.get("commit_note") or ""
+    line += f"; recorded {rec['created'][:10]} at " + (f"commit {str(commit).split('+')[0]}" if commit else
+                                                       "no recorded commit")
+    if "uncommitted" in note or str(commit).endswith(("+dirty", "+wip")):
+        line += ", from an uncommitted tree"
+    if m["torch"] != torch.__version__:
+        line += f" (read here with torch {torch.__version__})"
+    return line

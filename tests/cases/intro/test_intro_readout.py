@@ -55,16 +55,6 @@ def test_the_timer_cost_record_reads_as_the_notebook_prints_it():
     assert readout.per_call(records.load("timer-cost-h200x1"))["step_us"] == pytest.approx(3192, abs=1)
 
 
-def test_provenance_names_the_commit_an_uncommitted_tree_and_another_torch():
-    rec = {"commit": "2de9dd4", "commit_note": "made from 2de9dd4 with uncommitted wording changes",
-           "machine": {"torch": "2.11.0+cu130"}}
-    want = f"commit 2de9dd4, from an uncommitted tree; this kernel runs torch {torch.__version__}"
-    assert readout.provenance(rec) == want
-    rec = {"commit": None, "machine": {"torch": torch.__version__}}
-    assert readout.provenance(rec) == "no commit recorded"
-    assert "uncommitted" in readout.provenance({"commit": "7eefa71+wip", "machine": {"torch": torch.__version__}})
-
-
 def test_full_mode_cost_reads_the_record_on_a_machine_without_nccl():
     where = type("Where", (), {"backend": "gloo", "world_size": 2})()
     full = readout.full_mode_cost(where)

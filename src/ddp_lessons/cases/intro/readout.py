@@ -119,16 +119,3 @@ def full_mode_cost(where) -> dict:
     rounds = sorted(f / o - 1 for f, o in zip(t["full"], t["off"], strict=True))
     return {"record": rec, "rounds": rounds, "median": rounds[len(rounds) // 2],
             "step_ms": statistics.median(t["off"]) * 1e3}
-
-
-def provenance(rec: dict) -> str:
-    """What `records.describe_machine` leaves out of a record's line: the commit it was made from (or that
-    it names none), an uncommitted tree, and a torch other than this kernel's.
-    Defined in notebook 00_first_launch."""
-    commit, note = rec.get("commit"), rec.get("commit_note") or ""
-    line = f"commit {commit}" if commit else "no commit recorded"
-    if "uncommitted" in note or str(commit).endswith(("+dirty", "+wip")):
-        line += ", from an uncommitted tree"
-    if rec["machine"]["torch"] != torch.__version__:
-        line += f"; this kernel runs torch {torch.__version__}"
-    return line

@@ -13,6 +13,8 @@ import io
 import logging
 import re
 
+from ...tool import records
+
 RUN = "own-run-h200x1"
 # What an NCCL INFO line is about, by the words in it (first match wins).
 KINDS = (("transport to a peer", re.compile(r" via (P2P|SHM|NET)|P2P/IPC|P2P/CUMEM|NVLS")),
@@ -23,12 +25,10 @@ KINDS = (("transport to a peer", re.compile(r" via (P2P|SHM|NET)|P2P/IPC|P2P/CUM
 
 
 def provenance(rec) -> str:
-    """Where a `Record` was made: the GPU, torch and NCCL, the date and commit, and the commit's note.
+    """Where a `Record` was made (`records.describe_machine`), with the note its commit carries.
     Defined in notebook 07_diagnose_your_own_run."""
-    m, raw = rec.machine or {}, rec.raw
-    line = (f"{', '.join(m.get('gpus') or ['no GPU'])}; torch {m.get('torch')}, NCCL {m.get('nccl')}; recorded "
-            f"{str(raw.get('created', ''))[:10]} at commit {raw.get('commit') or 'not recorded'}")
-    return line + (f" ({raw['commit_note']})" if raw.get("commit_note") else "")
+    raw = rec.raw
+    return records.describe_machine(raw) + (f" ({raw['commit_note']})" if raw.get("commit_note") else "")
 
 
 def results(rec, key: str) -> dict:
