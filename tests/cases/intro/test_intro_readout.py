@@ -2,7 +2,6 @@
 and its options: what replaced the verdicts that could not fail."""
 
 import pytest
-import torch
 
 from ddp_lessons import Run
 from ddp_lessons.tool import records

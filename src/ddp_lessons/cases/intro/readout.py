@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import statistics
 
-import torch
 
 from ...course import replay
 from ...course.timer_validation.check import validation_summary
