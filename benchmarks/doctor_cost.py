@@ -24,6 +24,7 @@ from ddp_lessons.tool import records, spread
 from ddp_lessons.tool.doctor import command
 
 HERE = Path(__file__).resolve().parent
+TIMEOUT_S = 120.0   # a run takes seconds; past this it hangs
 PLAIN = ["--bucket-cap-mb", "25", "--predecode", "--find-unused", "0"]
 
 
@@ -35,15 +36,31 @@ def loop_seconds(stdout: str) -> float | None:
     return None
 
 
-def run_once(which: str, cmd: list[str]) -> dict:
-    load = os.getloadavg()[0]
-    if which == "doctor":
-        ran = command.run(cmd, capture=True, timeout=600)
-        out, hooks = ran.stdout or "", [r.get("doctor", {}).get("hook_s") for r in ran.ranks]
-    else:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
-        hooks = None
-    return {"loop_s": loop_seconds(out), "load": load, "hook_s": hooks}
+def run_once(which: str, cmd: list[str], tries: int = 3) -> dict:
+    """One run, with or without the doctor; a run that fails or hangs (gloo can abort or stall a rank at
+    exit now and then) is made again, up to `tries` times, and counted."""
+    failures = 0
+    for _ in range(tries):
+        load = os.getloadavg()[0]
+        if which == "doctor":
+            ran = command.run(cmd, capture=True, timeout=TIMEOUT_S)
+            out, hooks = ran.stdout or "", [r.get("doctor", {}).get("hook_s") for r in ran.ranks]
+        else:
+            out, hooks = _plain(cmd), None
+        if loop_seconds(out) is not None:
+            break
+        failures += 1
+    return {"loop_s": loop_seconds(out), "load": load, "hook_s": hooks, "failures": failures}
+
+
+def _plain(cmd) -> str:
+    """The command as it is, its output; stopped with everything it started past TIMEOUT_S."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        return proc.communicate(timeout=TIMEOUT_S)[0]
+    except subprocess.TimeoutExpired:
+        command._end(proc, grace=0.1)
+        return ""
 
 
 def main():

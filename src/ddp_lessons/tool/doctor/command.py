@@ -108,22 +108,36 @@ def run(command: list[str], steps: int | None = None, warmup: int = 3, knobs: di
         except subprocess.TimeoutExpired:
             interrupted = True
             proc.send_signal(signal.SIGINT)
-            _end(proc)
+            _end(proc, grace=10.0)
         return Ran(proc.returncode, time.perf_counter() - t0, _read(Path(run_dir) / "ranks"), interrupted, out)
     finally:
         cleanup.remove(run_dir)
 
 
 def _end(proc, grace: float = 30.0) -> None:
+    """Let the command end; past `grace` stop it and every process it started (a rank stuck in a
+    collective ignores its launcher's signals)."""
     try:
         proc.wait(timeout=grace)
+        return
     except subprocess.TimeoutExpired:
-        proc.terminate()
+        pass
+    import psutil
+    try:
+        tree = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        tree = []
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    for p in tree:
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            p.kill()
+        except psutil.Error:
+            pass
 
 
 def _read(folder: Path) -> list[dict]:
