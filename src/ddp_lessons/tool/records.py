@@ -232,7 +232,7 @@ def describe_machine(rec: dict) -> str:
     if rec.get("live"):
         return line + "; measured live in this run"
     commit, note = rec.get("commit"), rec.get("commit_note") or ""
-    line += f"; recorded {rec['created'][:10]} at " + (f"commit {str(commit).split('+')[0]}" if commit else
+    line += f"; recorded {rec['created'][:10]} at " + (f"commit {str(commit).split('+')[0][:7]}" if commit else
                                                        "no recorded commit")
     if "uncommitted" in note or str(commit).endswith(("+dirty", "+wip")):
         line += ", from an uncommitted tree"

@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 
 from . import kineto, records
+from .timing.sync import waits_across
 
 KEY = "timer"   # where a worker's dict holds its StepTimer result
 # Per-step numbers that are positions, flags or labels, not durations: no median of them.
@@ -133,7 +134,7 @@ class Run:
                              f"with it under {KEY!r}, from the worker")
         self.ranks: list[Rank] = sorted((v if isinstance(v, Rank) else Rank(v) for v in values), key=lambda r: r.rank)
         self.name, self.record, self.setup, self.round, self.trace = name, record, setup, round, trace
-        _waits_across(self.ranks)
+        waits_across([r.timer for r in self.ranks])
 
     def __len__(self):
         return len(self.ranks)
@@ -262,23 +263,3 @@ def _find_runs(obj, path=()) -> dict:
             ranks = [int((timer_of(v) or {}).get("rank", 0)) for v in obj]
             out[name] = [list(obj)] if len(set(ranks)) == len(ranks) else [[v] for v in obj]
     return out
-
-
-def _waits_across(ranks: list[Rank]) -> None:
-    """Where the ranks' timers took no common reference (the doctor's: no collectives), each step's
-    wait for the slowest rank from their ready times on the host's clock, which every process of
-    one host shares. Steps that all-reduced are matched by their order."""
-    if len(ranks) < 2 or any("wait" in s for r in ranks for s in r.steps()):
-        return
-    clocks = [r.timer.get("clock") or {} for r in ranks]
-    if any("ref_host" not in c for c in clocks) or len({c.get("host") for c in clocks}) != 1:
-        return
-    readies = [[(s, s["ready"] + c["ref_host"]) for s in r.steps() if s.get("ready") is not None]
-               for r, c in zip(ranks, clocks, strict=True)]
-    for j in range(min(len(x) for x in readies)):
-        latest = max(x[j][1] for x in readies)
-        for x in readies:
-            s, t = x[j]
-            s["wait"] = min(max(0.0, latest - t), s.get("exposed", 0.0))
-    for r in ranks:
-        r.timer.setdefault("clock", {})["wait_source"] = "host clock, across ranks"

@@ -1,8 +1,8 @@
 """What a launch leaves behind when its own process is stopped: nothing, or nothing for long.
 
-`run_directory()` makes the run's private temporary directory, with a file naming the launching
-process (pid and start time); `remove(path)` removes it so that a worker still starting cannot write
-into it while it is being removed; `sweep()`, called first by every launch, removes the run directories
+`reserve_port()` holds a loopback port for the run; `run_directory()` makes the run's private
+temporary directory, with a file naming the launching process (pid and start time); `remove(path)`
+removes it so that a worker still starting cannot write into it while it is being removed; `sweep()`, called first by every launch, removes the run directories
 of launching processes that no longer exist (one killed by SIGKILL cannot clean up);
 `terminate_raises()`: while a launch runs in the main thread, SIGTERM raises `SystemExit` instead of
 ending the process at once, so the launch's own `finally` stops the workers and removes the directory.
@@ -14,6 +14,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 
@@ -31,6 +32,15 @@ def _start_time(pid: int) -> str:
         return repr(psutil.Process(pid).create_time())
     except Exception:  # noqa: BLE001 - gone, or no psutil: no start time to compare
         return "?"
+
+
+def reserve_port() -> socket.socket:
+    """A loopback port held for the run (closed with it). Bound but never listening: the number stays
+    ours (no other bind(0) gets it) and nothing accepts connections on it. Workers see it as MASTER_PORT
+    for code that reads it; the rendezvous itself uses files."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 def run_directory() -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 import time
 from multiprocessing.connection import wait as wait_any
 
@@ -31,15 +30,6 @@ STARTUP_S = 120.0    # default allowance for every rank to start (3-22 s seen on
 TERMINATE_S = 2.0    # SIGTERM, then SIGKILL after this long
 LOG_KEEP = 1 << 20    # bytes of each rank's output kept after a successful run (its end)
 DEFAULT_COLLECTIVE_S = 1800.0  # torch's default collective timeout on gloo
-
-
-def _reserve_port() -> socket.socket:
-    # Bound but never listening: the number stays ours for the run (no other
-    # bind(0) gets it), and nothing accepts connections on it. Workers see it
-    # as MASTER_PORT for code that reads it; the rendezvous itself uses files.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    return sock
 
 
 # What the fork server imports once, so that each worker forked from it starts
@@ -118,7 +108,7 @@ class _Run:
 
     def _prepare(self, fn, args, kwargs, backend, start_method, threads, capture_output):
         world_size = self.world_size
-        self.port_sock = _reserve_port()
+        self.port_sock = cleanup.reserve_port()
         pipes = [self.ctx.Pipe(duplex=False) for _ in range(world_size)]
         self.readers = [r for r, _ in pipes]
         environ = None
@@ -249,15 +239,7 @@ class _Run:
                               self.timeout, self.startup_timeout)
 
     def _log_tail(self, rank, lines=20):
-        """The last `lines` lines of the rank's output (None: all of it, up to LOG_KEEP bytes)."""
-        path = os.path.join(self.run_dir, _worker.LOG.format(rank))
-        try:
-            with open(path, "rb") as f:
-                f.seek(max(0, os.path.getsize(path) - LOG_KEEP))
-                text = f.read().decode(errors="replace")
-        except OSError:
-            return ""
-        return text if lines is None else "".join(text.splitlines(keepends=True)[-lines:])
+        return reports.log_tail(os.path.join(self.run_dir, _worker.LOG.format(rank)), lines, LOG_KEEP)
 
     def _read(self, name):
         with open(os.path.join(self.run_dir, name), "rb") as f:

@@ -7,6 +7,8 @@ tells ranks that never started from ranks that started and never finished.
 
 from __future__ import annotations
 
+import os
+
 from .errors import WorkerFailed, WorkerTimeout
 
 # Messages of a rank that failed only because a peer went away first.
@@ -61,3 +63,14 @@ def ranks(rs) -> str:
 def first_line(text) -> str:
     lines = [s for s in str(text).strip().splitlines() if s.strip()]
     return lines[0] if lines else ""
+
+
+def log_tail(path: str, lines: int | None, keep: int) -> str:
+    """The last `lines` lines of a rank's output file (None: all of it, up to `keep` bytes); "" if unread."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - keep))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return text if lines is None else "".join(text.splitlines(keepends=True)[-lines:])

@@ -112,3 +112,23 @@ def ready_time(step) -> float | None:
     if bwd is None or "exposed" not in step or not step.get("allreduce_calls") or step.get("sync") is False:
         return None
     return step["t_start"] + bwd[1] - step["exposed"]
+
+
+def waits_across(timers: list[dict]) -> None:
+    """Where the ranks' timers took no common reference (the doctor's: no collectives), each step's wait
+    for the slowest rank from their ready times on the host's clock, which every process of one host
+    shares. Steps that all-reduced are matched by their order; a result that has waits is left alone."""
+    if len(timers) < 2 or any("wait" in s for t in timers for s in t["steps"]):
+        return
+    clocks = [t.get("clock") or {} for t in timers]
+    if any("ref_host" not in c for c in clocks) or len({c.get("host") for c in clocks}) != 1:
+        return
+    readies = [[(s, s["ready"] + c["ref_host"]) for s in t["steps"] if s.get("ready") is not None]
+               for t, c in zip(timers, clocks, strict=True)]
+    for j in range(min(len(x) for x in readies)):
+        latest = max(x[j][1] for x in readies)
+        for x in readies:
+            s, t = x[j]
+            s["wait"] = min(max(0.0, latest - t), s.get("exposed", 0.0))
+    for t in timers:
+        t.setdefault("clock", {})["wait_source"] = "host clock, across ranks"
