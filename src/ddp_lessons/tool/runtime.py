@@ -24,7 +24,7 @@ if dist.is_available():
     # free it: gloo's threads run on into interpreter exit, where one still
     # finishing gather_object's work needs the GIL and aborts the rank
     # ("terminate called without an active exception").
-    pass
+    import torch.distributed.nn  # noqa: F401 - imported for the side effect above
 
 
 def cpu_count() -> int:
