@@ -1,11 +1,12 @@
 """What a launch leaves behind when its own process is stopped: nothing, or nothing for long.
 
-`reserve_port()` holds a loopback port for the run; `run_directory()` makes the run's private
-temporary directory, with a file naming the launching process (pid and start time); `remove(path)`
-removes it so that a worker still starting cannot write into it while it is being removed; `sweep()`, called first by every launch, removes the run directories
-of launching processes that no longer exist (one killed by SIGKILL cannot clean up);
-`terminate_raises()`: while a launch runs in the main thread, SIGTERM raises `SystemExit` instead of
-ending the process at once, so the launch's own `finally` stops the workers and removes the directory.
+`reserve_port()` holds a loopback port for the run; `run_directory()` makes the run's private temporary
+directory, with a file naming the launching process (pid and start time); `remove(path)` removes it so
+that a worker still starting cannot write into it while it is being removed; `sweep()`, called first by
+every launch, removes the run directories of launching processes that no longer exist (one killed by
+SIGKILL cannot clean up); `terminate_raises()`: while a launch runs in the main thread, SIGTERM raises
+`SystemExit` instead of ending the process at once, so the launch's own `finally` stops the workers and
+removes the directory.
 """
 
 from __future__ import annotations
