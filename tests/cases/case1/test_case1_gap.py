@@ -1,51 +1,74 @@
-"""Case 1's model of the post's gap (notebook 03): its arithmetic on made-up inputs, each way it can come out."""
+"""Case 1's model of the post's gap (notebook 03): its arithmetic on made-up recorded runs, each way it
+can come out: a batch floored or scaled, ruled out, reaching 133 s or not."""
 
 import math
 
 import pytest
 
+from ddp_lessons import Run
 from ddp_lessons.cases.case1 import gap
 
-N = 3000  # made-up training questions
+N = 3000   # made-up training questions
+GB = 1e9
 
 
-def test_split_data_and_a_short_exposure_stays_under_133_s():
-    e = gap.epochs(N, 30, exposed=0.01, broadcast=0.0, evaluation=2.0)
-    # batch 30: 100 steps on one GPU, 1.05 s each; 50 per rank on two
-    assert e[gap.COMBOS[0]] == pytest.approx(52.5)
-    assert e[gap.COMBOS[1]] == pytest.approx(50 * 1.06)
-    assert e[gap.COMBOS[3]] == pytest.approx(50 * 1.06 + 2.0)
-    assert all(v < gap.POST["two_gpu_s"] for v in list(e.values())[:4])
-    # every rank going through all samples: 100 steps of 1.06 s, and the evaluation
-    assert e[gap.COMBOS[4]] == pytest.approx(100 * 1.06 + 2.0)
+def _run(batch, fwd, bwd, opt, nbytes=1.5 * GB, buckets=4, peak=10 * 2**30):
+    """A recorded one-GPU run: 6 identical steps, the buckets handed over evenly across the backward."""
+    steps = []
+    for i in range(6):
+        ready = [fwd + bwd * (k + 1) / buckets for k in range(buckets)]
+        steps.append({"step": i, "step_time": fwd + bwd + opt, "forward": fwd, "backward": bwd, "optimizer": opt,
+                      "exposed": 0.0, "phases": {"forward": [0, fwd], "backward": [fwd, fwd + bwd]},
+                      "buckets": [{"start": t, "bytes": nbytes / buckets} for t in ready]})
+    return Run([{"rank": 0, "batch_size": batch, "grad_bytes": int(nbytes), "max_memory_bytes": peak,
+                 "timer": {"rank": 0, "world_size": 1, "device": "cuda:0", "steps": steps}}])
 
 
-def test_a_long_exposure_at_a_small_batch_reaches_133_s():
-    e = gap.epochs(N, 3, exposed=0.12, broadcast=0.001, evaluation=2.0)
-    # batch 3: 1000 steps of 0.105 s on one GPU; 500 per rank on two, each 0.105 + 0.121 s
-    assert e[gap.COMBOS[2]] == pytest.approx(500 * 0.226)
-    assert e[gap.COMBOS[3]] == pytest.approx(500 * 0.226 + 2.0)
-    assert e[gap.COMBOS[3]] < gap.POST["two_gpu_s"] <= e[gap.COMBOS[4]]
-    assert gap.epochs(N, 3, exposed=0.17, broadcast=0.0, evaluation=0.0)[gap.COMBOS[1]] >= gap.POST["two_gpu_s"]
+RUNS = {8: _run(8, 0.02, 0.04, 0.01), 32: _run(32, 0.08, 0.16, 0.01)}
 
 
-REC = {"batch": 10, "forward": 0.001, "backward": 0.002, "optimizer": 0.05,
-       "peak_bytes": 10 * 2**30, "fixed_bytes": 4 * 2**30}
+def test_a_recorded_batch_is_floored_and_a_smaller_one_scaled():
+    assert gap.source(RUNS, 8) == 8 and gap.source(RUNS, 4) == 8 and gap.source(RUNS, 64) == 32
+    c8, c4 = gap.column(RUNS, 8, "pcie4-x16", 2.0, N, 0), gap.column(RUNS, 4, "pcie4-x16", 2.0, N, 0)
+    assert c8["floored"] and not c4["floored"]
+    assert c8["gpu"] == pytest.approx(2.0 * (0.02 + 0.04 + 0.01))
+    assert c4["gpu"] == pytest.approx(2.0 * (0.5 * 0.06 + 0.01))   # scaled down: not floored
 
 
-def test_batch_window_from_compute_and_memory():
-    # 105 s / 3000 = 35 ms per sample; at factor 5 the GPU work is 15 ms a sample + 0.25 s a step
-    lo, hi = gap.batch_window(N, 5.0, REC)
-    assert lo == math.ceil(0.25 / 0.020)                          # 13: smaller batches need more than 105 s
-    assert hi == (24 - 4) * 10 // 6                               # 0.6 GiB of activations a sample
-    assert gap.batch_window(N, 1.0, REC)[0] == 2                  # a faster GPU allows a smaller batch
-    assert gap.batch_window(N, 20.0, REC)[0] == math.inf          # no batch fits the post's 105 s
+def test_t1_is_the_gpu_work_and_the_rest_of_the_posts_step():
+    c = gap.column(RUNS, 32, "pcie4-x16", 2.0, N, 0)
+    assert c["t1"] == pytest.approx(105 / math.ceil(N / 32)) and c["rest"] == pytest.approx(c["t1"] - c["gpu"])
+    # the split epoch without the link: half the steps of the post's one-GPU step
+    assert c["epochs"][gap.ROWS[0]] == pytest.approx(math.ceil(N / 64) * c["t1"])
 
 
-def test_lines_mark_what_reaches_133_s():
-    cols = {b: {"epochs": gap.epochs(N, b, 0.12, 0.0, 2.0)} for b in (3, 30)}
-    head, *rows = gap.lines(cols, smallest=1)
-    assert head.split()[-2:] == ["3", "30"]
-    assert "227*" in rows[-1] and "*" not in rows[0]   # batch 3, every rank all samples
-    (only,) = gap.lines(cols, smallest=10, combos=gap.COMBOS[:1], label="f 2")
-    assert only.split()[-2] == "-"
+def test_a_slow_link_reaches_133_s_where_a_fast_one_does_not():
+    slow = {8: _run(8, 0.002, 0.004, 0.001, nbytes=6 * GB)}
+    assert gap.reaching(gap.table(slow, (8,), "pcie4-x16-no-p2p", 1.0, N, 0)) == [8]
+    assert gap.reaching(gap.table(slow, (8,), "nvlink4-h100", 1.0, N, 0)) == []
+
+
+def test_a_batch_whose_gpu_work_exceeds_the_posts_step_is_ruled_out():
+    heavy = {8: _run(8, 0.2, 0.4, 0.1)}       # 2 x 0.7 s against 105 s / 375 steps = 0.28 s
+    c = gap.column(heavy, 8, "pcie4-x16", 2.0, N, 0)
+    assert c["rest"] < 0 and gap.ruled_out(c) and gap.reaching({8: c}) == []
+    assert "      -" in gap.lines({8: c})[1]
+
+
+def test_a_batch_over_24_gib_is_ruled_out():
+    big = {64: _run(64, 0.02, 0.04, 0.01, peak=30 * 2**30)}
+    assert not gap.column(big, 64, "pcie4-x16", 1.0, N, 0)["fits"]
+
+
+def test_needed_exposed_is_the_posts_arithmetic():
+    # batch 30: 100 one-GPU steps of 1.05 s; 50 per rank on two: 133 / 50 - 1.05 = 1.61 s
+    assert gap.needed_exposed(30, N) == pytest.approx(133 / 50 - 1.05)
+
+
+def test_lines_mark_what_reaches_133_s_and_what_is_scaled():
+    cols = gap.table({8: _run(8, 0.002, 0.004, 0.001, nbytes=6 * GB)}, (4, 8), "pcie4-x16-no-p2p", 1.0, N, 0)
+    head, *rows = gap.lines(cols)
+    assert head.split()[-2:] == ["4~", "8"]
+    assert "*" in rows[1] and "*" not in rows[0]
+    (only,) = gap.lines(cols, rows=gap.ROWS[1:2], label="a link")
+    assert only.startswith("a link")

@@ -57,6 +57,12 @@ def table(runs: dict, skip: int = 2) -> list[dict]:
     return rows
 
 
+def bytes_changed(rows: list[dict]) -> list[str]:
+    """The variants (`table` rows) that all-reduce other bytes per step than the first (the posted
+    setup). Defined in notebook 02_case1_answer."""
+    return [r["variant"] for r in rows if r["allreduce_bytes"] != rows[0]["allreduce_bytes"]]
+
+
 def plot(rows, title: str = "the answer's fixes, alone and cumulatively (median step, rank 0)"):
     """Horizontal bars of the median step time per variant, posted setup first.
     Defined in notebook 02_case1_answer."""

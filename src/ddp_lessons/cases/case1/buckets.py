@@ -47,7 +47,8 @@ def assign(order: list[tuple[str, int]], cap_mb: float) -> list[list[tuple[str, 
 
 def last_bucket_share(order: list[tuple[str, int]], cap_mb: float) -> float:
     """Share of the gradient bytes in the bucket holding the last-ready gradient. A bucket's
-    all-reduce starts when its last gradient is ready, so this bucket always starts after backward ends."""
+    all-reduce starts when its last gradient is ready, so this bucket always starts after backward ends.
+    Defined in notebook 03_case1_beyond."""
     total = sum(b for _, b in order)
     return sum(b for _, b in assign(order, cap_mb)[-1]) / total
 

@@ -1,29 +1,125 @@
-"""A labelled model of the post's gap, 105 s per epoch on one RTX 3090 and 133 s on two. Defined in
-notebook 03_case1_beyond.
+"""A labelled model of the post's gap, 105 s per epoch on one RTX 3090 and 133 s on two, from recorded
+one-GPU runs (not validated on two GPUs). Defined in notebook 03_case1_beyond.
 
-`at_batch` adds up, per per-rank batch, the causes the course found (the recorded bucket timeline replayed
-over a link, the buffer broadcast, rank 0's evaluation on rank 1's clock) into `epochs` of the `COMBOS`;
-`batch_window` narrows the batch by the recorded compute and memory; `lines` prints it;
-`decode_seconds` times a loader's per-image work.
+Per per-rank batch, `column` takes the recorded run at that batch (or the nearest larger one, scaled
+down: not floored), the 3090 `factor` x slower: its GPU work per step; the rest of the post's step
+(105 s / steps) is what the model does not see (loader, host); the recorded buckets replayed through
+a link give the all-reduce left exposed; `lines` prints the epochs. `decode_seconds` times a loader's
+per-image work.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import replace
 
 from ...tool.predict import resolve, whatif
+from ...tool.runs import Record, Run
 
 POST = {"one_gpu_s": 105.0, "two_gpu_s": 133.0}
+GIB = 2**30
+CAPACITY = 24 * GIB   # an RTX 3090's memory
+ROWS = ("data split in two, GPU work and the rest as on one GPU", "+ the all-reduce left exposed",
+        "every rank all samples (+ the all-reduce)")
+NOT_VALIDATED = "modelled from one-GPU records, not validated on multi-GPU"
+
+
+def recorded_runs(*names) -> dict:
+    """{per-rank batch: Run} from case-1 records: a `case1-*-batches` record (one run per batch, the
+    round that kept its buckets) or a single run (`case1-h200-broken`). Defined in notebook 03_case1_beyond."""
+    out = {}
+    for name in names:
+        rec = Record.load(name)
+        for setup in rec.setups:
+            run = rec.rounds(setup)[0]
+            out.setdefault(run[0]["batch_size"], run)
+    return dict(sorted(out.items()))
+
+
+def inputs(run: Run, skip: int = 3) -> dict:
+    """A recorded run's per-step medians (s) after `skip` warm-up steps: forward, backward, optimizer;
+    its batch, gradient bytes and peak memory. Defined in notebook 03_case1_beyond."""
+    steps = run[0].steps(skip)
+    med = {k: statistics.median(s[k] for s in steps) for k in ("forward", "backward", "optimizer")}
+    return {**med, "batch": run[0]["batch_size"], "grad_bytes": run[0]["grad_bytes"],
+            "peak_bytes": run[0].get("max_memory_bytes") or 0}
+
+
+def source(runs: dict, batch: int) -> int:
+    """The recorded batch a column reads: `batch` itself, or the smallest larger one (scaled down)."""
+    return next((b for b in runs if b >= batch), max(runs))
+
+
+def column(runs: dict, batch: int, link, factor: float, n_train: int, buffer_bytes: int,
+           bandwidth_factor: float = 1.0, post: dict = POST) -> dict:
+    """One per-rank batch of the model over one link (a name of `predict.LINKS`), the 3090 `factor` x
+    slower than the recorded GPU. Seconds per step: gpu (forward + backward + optimizer on the 3090),
+    t1 (the post's one-GPU step), rest (t1 - gpu: what the model does not see; below 0 the batch is
+    ruled out), exposed, broadcast; `epochs` per row of `ROWS`. Defined in notebook 03_case1_beyond."""
+    src = source(runs, batch)
+    rec, scale = inputs(runs[src]), batch / src
+    # GPU work: the recorded batch's own step where recorded (floored: a small batch's backward still
+    # reads every weight), else scaled down linearly from a larger one (not floored: too short)
+    gpu = factor * (scale * (rec["forward"] + rec["backward"]) + rec["optimizer"])
+    steps1, steps2 = math.ceil(n_train / batch), math.ceil(n_train / (2 * batch))
+    t1 = post["one_gpu_s"] / steps1   # the post's one-GPU step, all of it: GPU work and the rest
+    link = resolve(link)
+    link = replace(link, bus_bandwidth=link.bus_bandwidth * bandwidth_factor)
+    # the recorded buckets, each ready factor x scale later, through the link: the timeline's compute
+    # is the GPU work above, so t1 and the overlap come from one assumption
+    exposed = whatif(runs[src], link, 2, compute_factor=factor * scale, warmup=3).median("exposed")
+    broadcast = link.allreduce_time(buffer_bytes, 2)  # RoBERTa's buffers before every forward
+    step2 = t1 + exposed + broadcast  # the per-rank batch kept, as posted: the same step, plus the link
+    peak = rec["grad_bytes"] * 5 + (rec["peak_bytes"] - 5 * rec["grad_bytes"]) * scale
+    return {"batch": batch, "source": src, "floored": src == batch, "gpu": gpu, "t1": t1, "rest": t1 - gpu,
+            "exposed": exposed, "broadcast": broadcast, "fits": peak <= CAPACITY,
+            "epochs": dict(zip(ROWS, (steps2 * t1, steps2 * step2, steps1 * step2), strict=True))}
+
+
+def table(runs: dict, batches, link="pcie4-x16-no-p2p", factor: float = 2.0, n_train: int = 3058,
+          buffer_bytes: int = 8224, bandwidth_factor: float = 1.0) -> dict:
+    """{batch: `column`} over `batches`. Defined in notebook 03_case1_beyond."""
+    return {b: column(runs, b, link, factor, n_train, buffer_bytes, bandwidth_factor) for b in batches}
+
+
+def needed_exposed(batch: int, n_train: int, post: dict = POST) -> float:
+    """The all-reduce left exposed per step (s) that makes the split two-GPU epoch the post's 133 s,
+    its per-rank batch kept: 133 s / steps per rank - the post's one-GPU step. No model in it: the
+    post's figures and the split. Defined in notebook 03_case1_beyond."""
+    return post["two_gpu_s"] / math.ceil(n_train / (2 * batch)) - post["one_gpu_s"] / math.ceil(n_train / batch)
+
+
+def ruled_out(c: dict) -> bool:
+    """A batch the post's 105 s cannot hold (the modelled GPU work alone is longer) or 24 GiB cannot."""
+    return c["rest"] < 0 or not c["fits"]
+
+
+def reaching(cols: dict, row: str = ROWS[1], post: dict = POST) -> list[int]:
+    """The batches (not ruled out) whose `row` epoch reaches the post's two-GPU 133 s.
+    Defined in notebook 03_case1_beyond."""
+    return [b for b, c in cols.items() if not ruled_out(c) and c["epochs"][row] >= post["two_gpu_s"]]
+
+
+def lines(cols: dict, rows=ROWS, label=None, post: dict = POST) -> list[str]:
+    """The model as text: one line per row, one column per batch; `*` where it reaches the post's
+    two-GPU epoch, `-` where the batch is ruled out, `~` beside a batch scaled from a larger one
+    (not floored). Defined in notebook 03_case1_beyond."""
+    head = "".join(f"{b:>6d}{' ' if c['floored'] else '~'}" for b, c in cols.items())
+    out = [f"{'per-rank batch':52s}{head}"] if label is None else []
+    for row in rows:
+        cells = ["      -" if ruled_out(c) else
+                 f"{c['epochs'][row]:6.0f}{'*' if c['epochs'][row] >= post['two_gpu_s'] else ' '}"
+                 for c in cols.values()]
+        out.append(f"{(label or row):52s}" + "".join(cells))
+    return out
 
 
 def decode_seconds(paths, repeats: int = 5) -> float:
     """Seconds to open, decode, convert to RGB and turn one JPEG into a float
     tensor (what a loader worker does per image): per image the best of
     `repeats` (the first, warm-up, left out), then the median over `paths`. Defined in notebook 03_case1_beyond."""
-    import statistics
-
     import numpy as np
     import torch
     from PIL import Image
@@ -34,81 +130,3 @@ def decode_seconds(paths, repeats: int = 5) -> float:
             torch.from_numpy(np.array(im.convert("RGB"))).permute(2, 0, 1).float().div_(255)
         return time.perf_counter() - t0
     return statistics.median(min([once(p) for _ in range(repeats + 1)][1:]) for p in paths)
-
-
-# -- the post's gap answered in numbers: one model, its inputs from records (notebook 03) ---------------
-# The combinations of causes the model adds up, in the order the table prints them.
-COMBOS = ("data split in two, nothing else", "+ all-reduce exposed after the backward",
-          "+ buffer broadcast every forward", "+ rank 0's evaluation on rank 1's clock",
-          "every rank all samples (+ all above)")
-GIB = 2**30
-
-
-def epochs(n_train: int, batch: int, exposed: float, broadcast: float, evaluation: float,
-           post: dict = POST) -> dict:
-    """Modelled two-GPU epoch (s) for each combination in `COMBOS`, at one per-rank batch.
-    `exposed`, `broadcast`: s per step; `evaluation`: s once per epoch. Defined in notebook 03_case1_beyond."""
-    steps1, steps2 = math.ceil(n_train / batch), math.ceil(n_train / (2 * batch))
-    t1 = post_step(n_train, batch, post)  # the one-GPU step, all of it (loader included), from the post's 105 s
-    step2 = t1 + exposed + broadcast  # the per-rank batch kept, as posted: same work per step, plus the link
-    return dict(zip(COMBOS, (steps2 * t1, steps2 * (t1 + exposed), steps2 * step2,
-                             steps2 * step2 + evaluation, steps1 * step2 + evaluation), strict=True))
-
-
-def batch_window(n_train: int, factor: float, rec: dict, capacity: float = 24 * GIB,
-                 post: dict = POST) -> tuple[int, int]:
-    """(smallest, largest) per-rank batch the recorded run `rec` (`inputs`) allows on the post's GPU, that
-    GPU `factor` x slower per sample. Smallest: a step's GPU work, factor x (optimizer + batch x (forward +
-    backward)), fits in the post's step, 105 s / steps (linear in the batch: a small batch uses a GPU worse,
-    so a lower bound). Largest: the fixed memory + batch x the recorded activations per sample fit in
-    `capacity` (24 GiB on an RTX 3090). Defined in notebook 03_case1_beyond."""
-    room = post["one_gpu_s"] / n_train - factor * (rec["forward"] + rec["backward"])  # s per sample left
-    smallest = max(1, math.ceil(factor * rec["optimizer"] / room)) if room > 0 else math.inf
-    activations = (rec["peak_bytes"] - rec["fixed_bytes"]) / rec["batch"]
-    return smallest, int((capacity - rec["fixed_bytes"]) // activations)
-
-
-def lines(columns: dict, smallest: float = 1, combos=COMBOS, label=None, post: dict = POST) -> list[str]:
-    """The model as text: one line per combination, one column per batch (`at_batch` results by batch);
-    `*` where it reaches the post's two-GPU epoch, `-` below the smallest batch. Defined in notebook 03_case1_beyond."""
-    out = [f"{'per-rank batch':44s}" + "".join(f"{b:>7d}" for b in columns)] if label is None else []
-    for combo in combos:
-        cells = ["      -" if b < smallest else
-                 f"{c['epochs'][combo]:6.0f}{'*' if c['epochs'][combo] >= post['two_gpu_s'] else ' '}"
-                 for b, c in columns.items()]
-        out.append(f"{(label or combo):44s}" + "".join(cells))
-    return out
-
-
-def post_step(n_train: int, batch: int, post: dict = POST) -> float:
-    """The post's one-GPU step (s) at a per-rank batch: 105 s / steps per epoch."""
-    return post["one_gpu_s"] / math.ceil(n_train / batch)
-
-
-def inputs(record: dict) -> dict:
-    """What the model reads from a recorded run (a `records.load` result): per-sample forward and backward,
-    per-step optimizer (s), its batch, gradient bytes, peak and fixed memory. Defined in notebook 03_case1_beyond."""
-    pr, rank = record["results"]["per_rank"][0], record["results"]["ranks"][0]
-    b = pr["batch_size"]
-    return {"batch": b, "forward": pr["forward"] / b, "backward": pr["backward"] / b,
-            "optimizer": pr["optimizer"], "grad_bytes": pr["grad_bytes"], "peak_bytes": rank["max_memory_bytes"],
-            # memory that does not grow with the batch: parameters, gradients, Adam's two moments, and DDP's
-            # buckets (a copy of the gradients with gradient_as_bucket_view=False, as posted): 5 x the bytes
-            "fixed_bytes": 5 * pr["grad_bytes"]}
-
-
-def at_batch(record: dict, batch: int, link, factor: float, n_train: int, n_test: int,
-             buffer_bytes: int, bandwidth_factor: float = 1.0) -> dict:
-    """One column of the model: the causes' seconds at one per-rank batch over one link (a name of
-    `predict.LINKS`), the post's GPU `factor` x slower than the recorded one, and `epochs` of them.
-    Defined in notebook 03_case1_beyond."""
-    rec = inputs(record)
-    link = resolve(link)
-    link = replace(link, bus_bandwidth=link.bus_bandwidth * bandwidth_factor)
-    # the recorded bucket timeline stretched to this batch on the post's GPU: each bucket becomes ready
-    # factor x batch / recorded batch later (backward time per sample, scaled alike for every layer)
-    exposed = whatif(record, link, 2, compute_factor=factor * batch / rec["batch"]).median("exposed")
-    broadcast = link.allreduce_time(buffer_bytes, 2)  # one small collective, no more than an all-reduce of its bytes
-    evaluation = factor * n_test * rec["forward"]  # rank 0 alone, the whole test set, forward only
-    return {"batch": batch, "t1": post_step(n_train, batch), "exposed": exposed, "broadcast": broadcast,
-            "evaluation": evaluation, "epochs": epochs(n_train, batch, exposed, broadcast, evaluation)}

@@ -30,7 +30,6 @@ from .loop import LOSS_ADDS, EpochEdges, Log, LossSum, lr_lambda
 from .synthetic import tiny_dataset
 
 
-
 @dataclasses.dataclass
 class Plan:
     """Everything one rank's training loop uses, built by `build`."""
@@ -57,9 +56,9 @@ class Plan:
 
 
 def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True,
-          run_start="process") -> tuple[Plan, StepTimer]:
+          run_start="process", timer_mode: str | None = None) -> tuple[Plan, StepTimer]:
     """The plan of one rank's run under `o`, and the StepTimer on its model (`run_start`: where
-    this run's start-up began, the timer's).
+    this run's start-up began; `timer_mode`: the timer's mode, None for its default).
 
     Call order is the loop's contract: the seed is set right before the model
     is made, and the timer's comm hook is registered right after DDP wraps it.
@@ -76,12 +75,12 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True,
     trainset, testset = VQAFeatureDataset(root, "train"), VQAFeatureDataset(root, "test")
     log = Log(writes=o.log_ranks == "all" or rank == 0)
     log("Creating model")
-    model, wrapped = _model(o, trainset, dev)
+    model, wrapped = wrap_model(o, trainset, dev)
     bs = max(1, o.batch_size // world) if o.batch == "halved" else o.batch_size
     # ddp_logging: on a GPU the exposed all-reduce comes from DDP's own timings; their cost
     # (a wait on CUDA events per step, ~0.1 ms) is lost in case 1's 200 ms steps.
     timer = StepTimer(model if wrapped else None, device=dev, hook=compression_hook(o.comm_dtype),
-                      batch_size=bs, ddp_logging=True, run_start=run_start)
+                      batch_size=bs, ddp_logging=True, run_start=run_start, mode=timer_mode)
     sampler = train_sampler(o, trainset)
     train_loader = make_loader(o, trainset, bs, sampler, nw, dev.type == "cuda", shuffle=True)
     evaluator = _evaluator(o, model, testset, bs, nw, rank, world, dev)
@@ -103,9 +102,9 @@ def build(o: Options, data_root=None, epochs: int = 1, keep_qids: bool = True,
     return plan, timer
 
 
-def _model(o: Options, trainset, dev) -> tuple[torch.nn.Module, bool]:
-    """The model (seeded), DDP-wrapped unless `wrap_when` says one device needs no wrapper.
-    Defined in notebook 01_case1_broken."""
+def wrap_model(o: Options, trainset, dev) -> tuple[torch.nn.Module, bool]:
+    """The model (seeded) and whether it is wrapped: in DDP unless `wrap_when` says one device needs
+    no wrapper (the post's `torch.cuda.device_count() > 1`). Defined in notebook 01_case1_broken."""
     model = build_model(o, trainset.num_answers, trainset.image_size, dev)
     wrapped = o.wrap_when == "always" or torch.cuda.device_count() > 1
     if wrapped:
@@ -152,6 +151,18 @@ def train_sampler(o: Options, trainset):
     if dist.is_initialized():
         return DistributedSampler(trainset, seed=o.seed)  # rank and size from the group
     return None
+
+
+def shards_on_nodes(n: int, nodes: int, gpus_per_node: int, posted: bool = True) -> dict:
+    """What `DistributedSampler` gives each rank of `nodes` x `gpus_per_node` over `n` samples: as
+    posted (`rank=LOCAL_RANK`, which repeats on every node) or from the group (the global rank):
+    the distinct samples read and how many ranks read each. Defined in notebook 01_case1_broken."""
+    world = nodes * gpus_per_node
+    seen = []
+    for rank in range(world):
+        given = rank % gpus_per_node if posted else rank   # LOCAL_RANK, or the global rank
+        seen += list(DistributedSampler(range(n), num_replicas=world, rank=given, shuffle=False))
+    return {"ranks": world, "distinct": len(set(seen)), "reads_per_sample": len(seen) / len(set(seen))}
 
 
 def core_budget(cores: int, ranks: int, device_type: str, num_workers="cores",

@@ -1,12 +1,16 @@
-"""Reading case 1's results: per-rank rows, epoch spans, throughput. Plain
-functions of what `case1.train` returns. Defined in notebook 01_case1_broken.
+"""Reading case 1's results: per-rank rows, the split, the evaluation's wait, and the recorded GPU
+rounds (`data/runs/case1-h200-*.json`) as printed readings with their provenance. Plain functions of
+what `case1.train` returns or a record holds. Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 
+from ...tool import records
 from ...tool.runs import Rank
+from ...tool.spread import STEADY_IQR, chance_level, quartiles, summary
 
 
 def by_run(results: list[list[dict]]) -> list[list[dict]]:
@@ -36,17 +40,18 @@ def per_rank(results: list[dict], skip: int = 2) -> list[dict]:
     return rows
 
 
-def epoch_span(results: list[dict]) -> list[float]:
-    """Per epoch: from the first rank's start to the last rank's end (one host's clock)."""
-    n = len(results[0]["epochs"])
-    return [max(r["epochs"][e]["t_end"] for r in results) - min(r["epochs"][e]["t_start"] for r in results)
-            for e in range(n)]
+def split(results: list[dict], epoch: int = 0) -> dict:
+    """Which training questions each rank saw in `epoch`: per rank, the shared (on two ranks or more)
+    and the distinct count. Defined in notebook 01_case1_broken."""
+    sets = [set(r["epochs"][epoch]["qids"]) for r in results]
+    shared = sum(len(a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
+    return {"per_rank": [len(s) for s in sets], "shared": shared, "distinct": len(set().union(*sets))}
 
 
-def throughput(results: list[dict], skip: int = 2) -> float:
-    """Samples per second of the whole job in steady state: the sum over ranks of
-    per-rank batch / median step time (leaves out warm-up steps)."""
-    return sum(r["batch_size"] / Rank(r).median_step(skip)["step_time"] for r in results)
+def evaluated(results: list[dict], epoch: int = 0) -> list[int | None]:
+    """Per rank, the test questions its evaluation of `epoch` counted (summed over the ranks where it is
+    distributed); None where the rank did not evaluate. Defined in notebook 03_case1_beyond."""
+    return [(r["epochs"][epoch]["eval"] or {}).get("n") for r in results]
 
 
 def epoch_boundary(results: list[dict]) -> list[dict]:
@@ -64,11 +69,94 @@ def epoch_boundary(results: list[dict]) -> list[dict]:
     return rows
 
 
+def evaluation_wait(rows: list[dict], evaluator: int = 0, other: int = 1) -> tuple[float, float]:
+    """How much of rank `evaluator`'s evaluation rank `other` sat out in its first all-reduce of the
+    next epoch, as an interval: (other's first all-reduce - evaluator's - the loader restarts'
+    difference) / the evaluation, +- the larger median ordinary all-reduce (which already holds one
+    rank's wait for the other's backward). `rows`: `epoch_boundary`. Defined in notebook 01_case1_broken."""
+    e, o = rows[evaluator], rows[other]
+    if e["eval_time"] <= 0:
+        raise ValueError(f"rank {evaluator} did not evaluate (eval_time {e['eval_time']}): pass the evaluating rank")
+    margin = max(quartiles(r["usual_allreduce"])[1] for r in rows)
+    excess = o["first_allreduce"] - e["first_allreduce"] - (e["first_data"] - o["first_data"])
+    return (excess - margin) / e["eval_time"], (excess + margin) / e["eval_time"]
+
+
+def core_share(workers: int, threads: int, cores: int, ranks: int) -> str:
+    """A rank's loader workers plus intra-op threads against its share of the cores, as one line.
+    Defined in notebook 02_case1_answer."""
+    share = max(1, cores // max(1, ranks))
+    verb = "double-books" if workers + threads > share else "fits"
+    return (f"{workers} loader workers + {threads} intra-op thread(s) per rank against {cores} // {ranks} = "
+            f"{share} core(s) per rank: {verb} them")
 
 
 def unused_from_error(text: str) -> list[str]:
     """The parameter names DDP's reduction error lists as having received no gradient (printed when
     TORCH_DISTRIBUTED_DEBUG is INFO or DETAIL; empty when it is OFF). Defined in notebook 02_case1_answer."""
-    import re
     m = re.search(r"Parameters which did not receive grad for rank \d+: (.*)", text)
     return [n.strip() for n in m.group(1).split(",")] if m else []
+
+
+# -- records: where they come from, and the recorded rounds as readings ----------------------------
+def record(name: str) -> dict:
+    """A record of `data/runs` by name. Defined in notebook 02_case1_answer."""
+    return records.load(name)
+
+
+def record_line(rec: dict) -> str:
+    """The hardware, versions and provenance of a record in one line (`records.describe_machine`: its
+    commit or that it names none, an uncommitted tree, a torch other than the one reading it).
+    Defined in notebook 01_case1_broken."""
+    return records.describe_machine(rec)
+
+
+def _runs(rec: dict, name: str) -> list[dict]:
+    runs = [r for r in rec["results"]["runs"] if r["name"] == name]
+    if not runs:
+        names = sorted({r["name"] for r in rec["results"]["runs"]})
+        raise KeyError(f"no runs named {name!r} in the record: use one of {names}")
+    return runs
+
+
+def round_medians(rec: dict, name: str) -> list[float | None]:
+    """Per round (0, 1, ...), the variant's median step time (s); None where the run failed."""
+    out = [None] * rec["results"]["rounds_done"]
+    for r in _runs(rec, name):
+        out[r["round"]] = summary(r["step_times"][r["skip"]:])["median"] if r["ok"] else None
+    return out
+
+
+def ratios(rec: dict, a: str, b: str) -> list[float]:
+    """Per round, B's median step over A's (rounds where both ran). Defined in notebook 02_case1_answer."""
+    return [y / x for x, y in zip(round_medians(rec, a), round_medians(rec, b), strict=True)
+            if x is not None and y is not None]
+
+
+def paired(rec: dict, a: str, b: str) -> str:
+    """B against A over the record's rounds, as a reading: the per-round ratios, and what a sign test
+    makes of them (all on one side: its chance level; 7 rounds or more are needed below 2%).
+    Defined in notebook 02_case1_answer."""
+    r = ratios(rec, a, b)
+    side = "all below 1" if max(r) < 1 else "all above 1" if min(r) > 1 else "on both sides of 1"
+    test = (f"a sign test puts {chance_level(len(r)):.1%} on that by chance"
+            if side != "on both sides of 1" else "no difference resolved")
+    return f"{b} / {a} per round {min(r):.2f} .. {max(r):.2f} over {len(r)} rounds, {side}: {test}"
+
+
+def unsteady(rec: dict, names=None, limit: float = STEADY_IQR) -> list[tuple[str, int, float]]:
+    """(variant, round, IQR / median) of every run (of `names`, default all) whose steps after the
+    warm-up are not steady (IQR above `limit`, by default 5% of their median). Defined in notebook 02_case1_answer."""
+    rels = [(r["name"], r["round"], summary(r["step_times"][r["skip"]:])["iqr_rel"]) for r in rec["results"]["runs"]
+            if names is None or r["name"] in names]
+    return [row for row in rels if row[2] > limit]
+
+
+def iqr_rels(rec: dict, name: str) -> list[float]:
+    """Per round, the variant's steps' IQR / median after warm-up. Defined in notebook 03_case1_beyond."""
+    return [summary(r["step_times"][r["skip"]:])["iqr_rel"] for r in _runs(rec, name) if r["ok"]]
+
+
+def data_wait_share(rec: dict, name: str) -> list[float]:
+    """Per round, the variant's median data wait over its median step. Defined in notebook 03_case1_beyond."""
+    return [r["parts"]["data"] / summary(r["step_times"][r["skip"]:])["median"] for r in _runs(rec, name)]

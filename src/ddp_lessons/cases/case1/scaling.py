@@ -1,18 +1,18 @@
-"""1 worker against 2, in interleaved rounds: the step and the scaling efficiency of case 1's loop.
+"""1 worker against 2, and one batch choice against another, in interleaved rounds.
 
-One run of each is not a comparison (a run that meets a busy moment of the
-machine decides it): `rounds` launches short runs of the same options on 1
-and on 2 workers, alternating (1, 2, 2, 1, 1, 2, ...), each worker on one
-core, and keeps per round each run's median step after the warm-up (for 2
-workers, the slower rank's: the epoch waits for it). Defined in notebook
-01_case1_broken; notebook 03 reads the fixed setup with it.
+One run of each is not a comparison (a run that meets a busy moment of the machine decides it):
+`rounds` launches short runs of the same options on 1 and on 2 workers, alternating (1, 2, 2, 1,
+1, 2, ...), each worker on one core, and keeps per round each run's median step after the warm-up
+(for 2 workers, the slower rank's: the epoch waits for it); `describe` prints it as a reading.
+`batch_variants` and `epoch_by_round` do the same for two options in one `train_many` launch.
+Defined in notebook 01_case1_broken.
 """
 
 from __future__ import annotations
 
 from ...tool.launcher import launch
-from ...tool.spread import interleave
 from ...tool.runs import Rank
+from ...tool.spread import interleave
 from .options import Options
 from .train import train
 
@@ -39,3 +39,31 @@ def efficiency(r: dict) -> list[float]:
     Defined in notebook 03_case1_beyond."""
     b1, b2 = r["batch"]
     return [(2 * b2 / t2) / (2 * b1 / t1) for t1, t2 in zip(r["1 worker"], r["2 workers"], strict=True)]
+
+
+def describe(r: dict) -> str:
+    """The rounds as a reading: the step on 2 workers against 1, and the scaling efficiency (the
+    epoch on 2 workers against 1 is 1 / (2 x efficiency) with the data split). Defined in notebook 01_case1_broken."""
+    step = [t2 / t1 for t1, t2 in zip(r["1 worker"], r["2 workers"], strict=True)]
+    eff = efficiency(r)
+    return (f"measured here over {len(step)} rounds: a step on 2 workers {min(step):.2f} .. {max(step):.2f} x one "
+            f"on 1 worker; scaling efficiency {min(eff):.0%} .. {max(eff):.0%}; the epoch on 2 workers "
+            f"{1 / (2 * max(eff)):.2f} .. {1 / (2 * min(eff)):.2f} x the epoch on 1")
+
+
+def batch_variants(kept: Options, halved: Options, n: int = 7) -> dict:
+    """The two batch choices in `n` interleaved rounds (A B, B A, B A, A B, ...), named
+    "<round> kept" / "<round> halved", for one `train_many` launch. Defined in notebook 02_case1_answer."""
+    both = {"kept": kept, "halved": halved}
+    return {f"{i} {name}": both[name] for i, order in enumerate(interleave(list(both), n)) for name in order}
+
+
+def epoch_by_round(runs: dict, steps: dict) -> tuple[list[float], list[float]]:
+    """Per round, an epoch's steps x the median step of the slower rank, for the batch kept and halved:
+    `runs` from `batch_variants`' names, `steps` the steps per epoch of each choice ({"kept": n, "halved": m}).
+    Defined in notebook 02_case1_answer."""
+    out = {"kept": [], "halved": []}
+    for name, ranks in runs.items():
+        choice = name.split()[1]
+        out[choice].append(steps[choice] * max(Rank(r).median_step(2)["step_time"] for r in ranks))
+    return out["kept"], out["halved"]

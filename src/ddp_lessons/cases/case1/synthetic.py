@@ -213,6 +213,14 @@ def tiny_dataset(root=None) -> dict:
     return make_vqa_dataset(root or DATA_DIR / "vqa_tiny", **TINY_DATA)
 
 
+GPU_IMAGE_SIZE = 224  # the recorded GPU runs' images: M3AE's input size
+
+
+def gpu_dataset(root=None) -> dict:
+    """Make (once) the VQA-RAD-size dataset at 224 px the recorded GPU runs read, in data/."""
+    return make_vqa_dataset(root or DATA_DIR / f"vqa_rad_{GPU_IMAGE_SIZE}", image_size=GPU_IMAGE_SIZE)
+
+
 def cli_command(p):
     """`python -m ddp_lessons make-vqa-data`: write the stand-in dataset (`make data` runs it)."""
     p.add_argument("--root", default=str(DATA_DIR / "vqa_rad"),

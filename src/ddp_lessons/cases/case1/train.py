@@ -10,7 +10,6 @@ Defined in notebook 01_case1_broken.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import time
 
 import torch
@@ -19,9 +18,10 @@ import torch.nn.functional as F
 from torch.utils.data import Subset
 from torch.utils.data.distributed import DistributedSampler
 
+from ...course.replay import stored_or_live
 from ...tool import runtime
 from ...tool.ddp import gradient_bytes
-from ...tool.launcher import report_progress
+from ...tool.launcher import launch, report_progress
 from ...tool.timing import StepTimer
 from .model import count_parameters
 from .options import Options
@@ -29,7 +29,8 @@ from .loop import LOSS_ADDS, LossSum, graph_nodes, to_device
 from .plan import Plan, build, build_model, make_loader
 from .evaluate import SAMPLERS, ShardSampler, always_answer_most_frequent, evaluate
 from .data import VQAFeatureDataset
-from .synthetic import tiny_dataset
+from .readout import per_rank
+from .synthetic import gpu_dataset, tiny_dataset
 
 
 @dataclasses.dataclass
@@ -41,7 +42,8 @@ class Trace:
 
 
 # -- the worker ----------------------------------------------------------------
-def train(options, data_root=None, epochs: int = 1, keep_qids: bool = True, run_start="process") -> dict:
+def train(options, data_root=None, epochs: int = 1, keep_qids: bool = True, run_start="process",
+          timer_mode: str | None = None) -> dict:
     """Worker: the posted training loop under `options`; returns this rank's measurements.
 
     Keys: rank, world_size, backend, device, options, batch_size (per rank),
@@ -51,11 +53,12 @@ def train(options, data_root=None, epochs: int = 1, keep_qids: bool = True, run_
     loss), timer (StepTimer.result()), grad_bytes, params, log, threads, and
     ddp (DDP's logging data: has_rebuilt_buckets, unused_parameter_size, static_graph),
     max_memory_bytes on CUDA (this run's peak). `run_start`: where this run's start-up began, for its
-    timer ("process": the process's start; `train_many` gives each later run its own).
+    timer ("process": the process's start; `train_many` gives each later run its own); `timer_mode`:
+    the StepTimer's (None: its default; "full" keeps every bucket's ready time on a GPU too).
     Defined in notebook 01_case1_broken.
     """
     o = options if isinstance(options, Options) else Options(**options)
-    plan, timer = build(o, data_root, epochs, keep_qids, run_start)   # the only place options are read
+    plan, timer = build(o, data_root, epochs, keep_qids, run_start, timer_mode)   # the only place options are read
     trace = Trace()
     for epoch in range(epochs):
         trace.epochs.append(run_epoch(plan, timer, epoch, trace))
@@ -70,12 +73,15 @@ def run_epoch(plan: Plan, timer: StepTimer, epoch: int, trace: Trace) -> dict:
     strat_time = time.time()  # the post's clock: host time, no device sync
     plan.log(f"Start running basic DDP example on rank {plan.rank}.")
     total_loss, samples, qids = plan.loss_sum(), 0, []
-    for index, batch in enumerate(timer.data(itertools.islice(plan.train_loader, plan.steps))):
-        loss = _step(plan, timer, batch, total_loss, trace.lrs)
+    # the loader itself goes to the timer (diagnose reads its settings); the loop stops at plan.steps
+    for index, batch in enumerate(timer.data(plan.train_loader)):
+        loss = train_step(plan, timer, batch, total_loss, trace.lrs)
         trace.losses.append(loss.detach())  # read once, at the end of the run
         samples += len(batch["qid"])
         qids += batch["qid"] if plan.keep_qids else []
         report_progress(epoch * plan.steps + index + 1, plan.epochs * plan.steps)
+        if index + 1 == plan.steps:
+            break
     end_time = time.time()
     plan.edges.end()
     t_end = time.time()
@@ -91,8 +97,9 @@ def run_epoch(plan: Plan, timer: StepTimer, epoch: int, trace: Trace) -> dict:
             "eval": ev, "eval_time": t_eval, "loss": total_loss.value()}
 
 
-def _step(plan: Plan, timer: StepTimer, batch: dict, total_loss, lrs: list) -> torch.Tensor:
-    """One optimizer step, each phase timed; returns the step's loss. Defined in notebook 01_case1_broken."""
+def train_step(plan: Plan, timer: StepTimer, batch: dict, total_loss, lrs: list) -> torch.Tensor:
+    """One optimizer step as the post makes it, each phase timed; returns the step's loss.
+    Defined in notebook 01_case1_broken."""
     with timer.phase("forward"):
         targets = to_device(batch, plan.device)
         with plan.autocast():
@@ -187,3 +194,21 @@ def history_kept(loss_accum: str, steps: int = 3, batch_size: int = 4) -> list[i
         optimizer.step()
         kept.append(graph_nodes(total.total))
     return kept
+
+
+# -- a recorded GPU run, made again where GPUs are visible ----------------------
+def remake(config: dict, where) -> dict:
+    """The results of the run a case-1 record's `config` describes (its options and epochs, on the
+    M3AE-size dataset at 224 px, made once), made on `where`'s ranks: what `course.replay` calls."""
+    # Records made before options were checked wrote "--set evaluation=none" as None.
+    options = {k: ("none" if k == "evaluation" and v is None else v) for k, v in config["options"].items()}
+    out = launch(train, (options, str(gpu_dataset()["root"]), config["epochs"]), world_size=where.world_size,
+                 backend=where.backend, timeout=900)
+    return {"ranks": out, "per_rank": per_rank(out)}
+
+
+def recorded(name: str, where) -> dict:
+    """The case-1 record `name` (data/runs), or, where `where` (a `ddp_lessons.place` result) runs on
+    NCCL, the same run made live on this machine's GPUs (`course.replay.stored_or_live`).
+    Defined in notebook 01_case1_broken."""
+    return stored_or_live(name, remake, where, kind="case1")
