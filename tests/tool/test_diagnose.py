@@ -117,6 +117,9 @@ def test_the_last_bucket_says_whether_a_cap_helps_from_its_tensors_never_both():
     assert late.seconds == pytest.approx(18 * 0.02) and "32 of the 48 MiB in 3 buckets" in late.detail
     # the exposed transfer is the last bucket's, but for DDP's two warm-up steps (left out of the reading)
     assert EXPOSED not in diagnose(simulate(n=60, transfer=0.02, buckets=EARLY_AND_LAST, model=one)).causes
+    shared = diagnose(simulate(transfer=0.02, buckets=EARLY_AND_LAST, model=many, threads=1, cores=2))
+    assert "would not overlap here" in shared.finding(LAST_BUCKET).change and "below its" not in \
+        shared.finding(LAST_BUCKET).change
 
 
 def test_many_small_buckets_advise_a_larger_cap_and_one_bucket_a_smaller():

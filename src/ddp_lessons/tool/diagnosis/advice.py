@@ -63,8 +63,9 @@ def split_cap(tensors: list | None, last_bytes: int) -> float | None:
     return round(max(max(tensors), sum(tensors) / 2) / MIB, 2)
 
 
-def last_bucket(tensors: list | None, last_bytes: int) -> str:
-    """A late last bucket: whether a cap helps depends on the tensor it waits for."""
+def last_bucket(tensors: list | None, last_bytes: int, shared: bool = False) -> str:
+    """A late last bucket: whether a cap helps depends on the tensor it waits for, and on a core being
+    free to overlap its earlier tensors' all-reduce on."""
     fewer = "send fewer bytes (a bf16/fp16 compression hook where the backend reduces them, as NCCL does)"
     if not tensors:
         return (f"{fewer}, or all-reduce less often (accumulation with no_sync); whether a smaller cap helps depends "
@@ -74,6 +75,9 @@ def last_bucket(tensors: list | None, last_bytes: int) -> str:
         return (f"no bucket cap helps: one tensor of {big / MIB:.3g} MiB is most of it and is ready only at the "
                 f"backward's end (a parameter used first in the forward: an input or tied embedding); {fewer}, or "
                 "all-reduce less often (accumulation with no_sync)")
+    if shared:
+        return (f"it holds several tensors, but splitting it would not overlap here (the ranks share cores): {fewer}, "
+                "or all-reduce less often (accumulation with no_sync)")
     return (f"a bucket_cap_mb below its {last_bytes / MIB:.3g} MiB (about {split_cap(tensors, last_bytes):g}) "
             f"splits it, so its earlier tensors leave during the backward; or {fewer}")
 

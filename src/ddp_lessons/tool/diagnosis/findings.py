@@ -165,10 +165,11 @@ def transfer(ms, run, setting) -> list:
         detail = (f"it holds {b['last_bytes'] / 2**20:.3g} of the {b['bytes'] / 2**20:.3g} MiB in {b['count']} "
                   f"buckets and is ready last, {b['gap'] * 1e3:.3g} ms after the one before it, every earlier "
                   f"bucket already sent; its exposed time, s per rank: {_fmt(lasts)}")
-        cap = advice.split_cap(tensors, b["last_bytes"])
+        cap = advice.split_cap(tensors, b["last_bytes"]) if not setting.shared else None
         knob: dict | None = ({"ddp": {"bucket_cap_mb": cap}} if cap else
                              {"hook": "bf16"} if setting.backend == "nccl" else None)
-        out.append(make(LAST_BUCKET, "", lasts, ms, detail, advice.last_bucket(tensors, b["last_bytes"]), knob=knob))
+        out.append(make(LAST_BUCKET, "", lasts, ms, detail, advice.last_bucket(tensors, b["last_bytes"], setting.shared),
+                        knob=knob))
     per = [m["transfer"] for m in ms]
     m = ms[max(range(len(ms)), key=per.__getitem__)]
     small = latency_bound(m)
