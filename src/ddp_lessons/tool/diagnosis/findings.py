@@ -168,8 +168,8 @@ def transfer(ms, run, setting) -> list:
         cap = advice.split_cap(tensors, b["last_bytes"]) if not setting.shared else None
         knob: dict | None = ({"ddp": {"bucket_cap_mb": cap}} if cap else
                              {"hook": "bf16"} if setting.backend == "nccl" else None)
-        out.append(make(LAST_BUCKET, "", lasts, ms, detail, advice.last_bucket(tensors, b["last_bytes"], setting.shared),
-                        knob=knob))
+        change = advice.last_bucket(tensors, b["last_bytes"], setting.shared)
+        out.append(make(LAST_BUCKET, "", lasts, ms, detail, change, knob=knob))
     per = [m["transfer"] for m in ms]
     m = ms[max(range(len(ms)), key=per.__getitem__)]
     small = latency_bound(m)
