@@ -12,8 +12,10 @@
 # `python -m ddp_lessons allreduce --nproc 2 --record allreduce-<gpu>x2` records one.
 
 # %% [markdown]
-# **Builds on:** a PyTorch training loop. The course rebuilds two runs that were slower on several GPUs
-# than on one:
+# **What you will learn**: to start DDP ranks from a cell and leave nothing behind, to split a step into
+# compute and the all-reduce's exposed part, and to read what an all-reduce costs by size.
+# **Builds on:** a PyTorch training loop. Next: `01_case1_broken.ipynb`. The course rebuilds two runs that
+# were slower on several GPUs than on one:
 #
 # | notebooks | question |
 # |---|---|

@@ -1,345 +1,236 @@
 # %% [markdown]
-# # 06 · Case 2: is the model too simple? What one GPU can do, and from which width N GPUs win
-#
+# # 06 · Case 2: is the model too simple? One GPU's levers, and when N GPUs win
+
+# %% [markdown]
+# **Is the model too simple for three GPUs?** Too simple for one GPU, yes: at width 256 the step is the
+# host launching small kernels (recorded on one H200: 2.12 ms eager, 0.25 ms as one CUDA graph). Not too
+# simple for three to win, on paper: a step model built from those records gives three GPUs an epoch
+# about 2.3 times shorter than one at width 256, eager against eager, under every link assumed
+# (modelled). So the model's size does not explain the post; case 2's answer closes this notebook.
+
+# %% [markdown]
 # **What you will learn**
-# - to build a break-even model whose assumptions match how the runs are placed, and to check it against a measured 1-against-2-worker run;
-# - what case 2's step costs on one GPU with each real lever (the loss shape, fused Adam, `torch.compile`, the whole step in one CUDA graph), with the spread of repeats;
-# - from which width N GPUs beat one GPU, eager step against eager step and graphed against graphed, under which link assumptions (NVLink, PCIe Gen4, Gen5), and what to do with a model this size.
+# - to check a break-even model against a measured 1-against-2-worker run, and to say what the model lacks;
+# - what case 2's step costs on one GPU with each lever (the loss shape, fused Adam, `torch.compile`, one CUDA graph);
+# - from which width N GPUs beat one, like against like, under which link assumptions.
 #
-# **Builds on** `05_case2_where_time_goes` (the costs taken apart). Previous: `05_case2_where_time_goes.ipynb`. Next: `07_diagnose_your_own_run.ipynb` (a run of your own, diagnosed).
+# **Builds on** `05_case2_where_time_goes`. Previous: `05_case2_where_time_goes.ipynb`. Next: `07_diagnose_your_own_run.ipynb`.
+
+# %% [markdown]
+# ## How this was measured
+# The live part runs the fixed test (data made once, loss shape fixed, no NVML, no validation pass) in
+# plain PyTorch on this machine's CPU: one worker against two, the cores divided between them, five
+# interleaved rounds. The GPU figures are records of one H200 at world size 1 (no byte moves between GPUs),
+# printed with their hardware and provenance; the host that launched the kernels is part of every one of
+# them. Links are assumed bus bandwidths, not measurements. No run of case 2 on several GPUs exists.
 
 # %%
+import os
+import statistics
 from dataclasses import replace
 
 import ipywidgets as widgets
 import torch
 
-from ddp_lessons import launch, place
-from ddp_lessons.tool import allreduce, plots, records, runtime, spread
-from ddp_lessons.tool.timing import timed_steps
+from ddp_lessons import Run, launch, place
 from ddp_lessons.cases import case2
-from ddp_lessons.cases.case2 import plain, verdicts
-from ddp_lessons.cases.case2.breakeven import Costs, StepModel, core_share, fit_compute, k_from_sweep, predict, recorded_medians, sensitivity, speedup
 from ddp_lessons.cases.case2.exercises import check
 
-cores = runtime.cpu_count()
-threads = runtime.threads_per_rank(cores, 2)  # what the launcher gives each of 2 workers: the baseline gets the same
+cores = len(os.sched_getaffinity(0))
+threads = max(1, cores // 2)  # what each of 2 workers gets; the one-worker baseline gets the same
 torch.set_num_threads(threads)
 fixed = case2.Options.fixed(epochs=2)
-print(fixed)
-
-# %% [markdown]
-# The measured part runs on 2 workers. Where they run here (NCCL with a GPU each where enough GPUs are visible,
-# else gloo on the CPU, the cores divided among them):
-
-# %%
 where = place(2)
-print(where.describe())
+print(where.describe(), f"; {cores} cores, {threads} thread(s) per worker")
 
 # %% [markdown]
-# ## 1 against 2 workers on this machine, and a model placed like the runs
-# The one-worker baseline runs in this kernel with the thread count each of the two workers gets, so on CPUs
-# both sides compute with the same threads; each worker has cores of its own while the workers' threads fit the
-# cores. That is the model's compute assumption, `core_share` (1 = no slowdown):
-
-# %%
-slow = core_share(2, cores, threads) if where.device == "cpu" else 1.0  # on GPUs each worker has its own device
-print(f"{cores} cores, {threads} thread(s) per worker and for the baseline: compute slowdown of each of 2 workers = {slow:g}")
-
-# %% [markdown]
-# The costs the model works from, measured here: compute per step at three widths (plain loop, one process),
-# and the all-reduce on 2 workers:
+# ## One worker against two, and two models of it
+# The costs the models work from, measured here: compute per step at three widths (one process), and the
+# all-reduce between the two workers:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-sweep = plain.compute_sweep(fixed, [64, 256, 1024], where.accelerator, steps=15)
-c0, k = fit_compute([(r["batch"], r["params"], r["compute"]) for r in sweep])
-ar = allreduce.summarize(launch(allreduce.sweep, (allreduce.default_sizes(4096, 8 * 2**20), 10), world_size=where.world_size))
-fit = allreduce.fit_latency_bandwidth(ar)
-print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.2f} ps x batch x params; all-reduce {fit['latency'] * 1e3:.2f} ms + bytes / {fit['bandwidth'] / 1e9:.2f} GB/s")
+sweep = case2.plain.compute_sweep(fixed, [64, 256, 1024], where.accelerator, steps=15)
+c0, k = case2.fit_compute([(r["batch"], r["params"], r["compute"]) for r in sweep])
+rows = case2.allreduce.summarize(launch(case2.allreduce.sweep, (case2.allreduce.default_sizes(4096, 8 * 2**20), 10),
+                                        world_size=where.world_size, timeout=120))
+fit = case2.allreduce.fit_latency_bandwidth(rows)
+print(f"compute = {c0 * 1e3:.2f} ms + {k * 1e12:.1f} ps x batch x params; "
+      f"all-reduce {fit['latency'] * 1e3:.2f} ms + bytes / {fit['bandwidth'] / 1e9:.2f} GB/s")
 
 # %% [markdown]
-# The measurement: the fixed test at width 1024 in plain PyTorch (data made once, loss shape fixed, no NVML, no
-# validation pass), 1 worker against 2, in 5 interleaved rounds (`spread.interleave`). What is compared is the
-# time per 256 samples: a run's best step after 3 warm-up steps on 1 worker; on 2 workers, half the slower
-# rank's best step (each step there takes 256 samples per rank, all-reduce and waiting for the peer included).
-# The best step is the one that other load on these shared cores disturbed least, which is also what the model
-# assumes; process start is not in it:
+# The measurement: the fixed test at width 1024, one worker against two, in interleaved rounds. Per round,
+# each run's best step after 3 warm-up steps; two workers take 256 samples each per step, so their time per
+# 256 samples is half the slower rank's best step:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 big = fixed.replace(width=1024)
-steps = {"1": [], "2": []}  # per round: best step (s); on 2 workers the slower rank's
-for order in spread.interleave(["1", "2"], spread.MIN_ROUNDS):
-    for n in order:
-        runs = [plain.fit(big, where.accelerator)] if n == "1" else \
-            launch(plain.fit, (big, where.accelerator), world_size=2, timeout=120)
-        steps[n].append(max(min(s["step_time"] for s in timed_steps(r, skip=3)) for r in runs))
-per256 = {"1": steps["1"], "2": [s / 2 for s in steps["2"]]}
-for a, b in zip(per256["1"], per256["2"], strict=True):
-    print(f"per 256 samples: 1 worker {a * 1e3:.1f} ms, 2 workers {b * 1e3:.1f} ms: speedup {a / b:.2f}")
+
+
+def best_step(n):
+    ranks = Run([case2.plain.fit(big, where.accelerator)] if n == 1 else
+                launch(case2.plain.fit, (big, where.accelerator), world_size=n, timeout=120))
+    return max(min(s["step_time"] for s in rank.steps(skip=3)) for rank in ranks) / n
+
+
+timed = case2.pairs.interleaved({"1 worker": lambda: best_step(1), "2 workers": lambda: best_step(2)}, 5)
+got = [a / b for a, b in zip(timed["1 worker"], timed["2 workers"], strict=True)]
+print("speedup of 2 workers per 256 samples, per round:", " ".join(f"{x:.2f}" for x in got))
 
 # %% [markdown]
-# Two models predict that speedup from the costs above: *own cores* (each worker's compute slowed by `slow`,
-# the placement above) and *shared compute*, the assumption this notebook used to make (each of 2 workers
-# computes at half speed, as if the two shared one core's worth of compute):
+# Two models predict that speedup from the costs above. *Own cores*: each worker computes at full speed on
+# its share of the cores (`core_share`) and adds the all-reduce. *Shared compute*: each worker computes at
+# half speed, as if both shared one worker's compute. Their errors against this run:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-base = Costs(c0=c0, k=k, latency=fit["latency"], bandwidth=fit["bandwidth"])
-own, shared = replace(base, slowdown={2: slow}), replace(base, slowdown={2: 2.0})
-sizes = {"width": 1024, "epochs": 2}
-pred_own, pred_shared = speedup(own, world_size=2, **sizes), speedup(shared, world_size=2, **sizes)
-print(f"predicted speedup of 2 workers at width 1024: own cores {pred_own:.2f}, shared compute {pred_shared:.2f}")
+base = case2.Costs(c0=c0, k=k, latency=fit["latency"], bandwidth=fit["bandwidth"])
+own_share = case2.core_share(2, cores, threads) if where.device == "cpu" else 1.0
+measured = statistics.median(got)
+for name, slow in (("own cores", own_share), ("shared compute", 2.0)):
+    pred = case2.speedup(replace(base, slowdown={2: slow}), world_size=2, width=1024, epochs=2)
+    print(f"{name:14s}: predicts {pred:.2f}, {pred / measured - 1:+.0%} against the measured median {measured:.2f}")
 
 # %% [markdown]
-# The shared-compute model cannot predict a win whatever the measurement: slowing each worker's compute by as
-# much as the work is divided leaves an epoch's compute unchanged and adds the all-reduce, so its speedup is
-# 2C / (2C + A) < 1 (algebra, not a measurement). The own-cores model leaves out what two workers on one
-# machine share: gloo's all-reduce threads run on the same cores as the compute, and the workers
-# share caches and memory bandwidth. Anything it leaves out slows the workers, so it is read as a ceiling,
-# and the verdict below checks that reading against the rounds:
+# Neither is right. *Shared compute* cannot predict a win whatever the run: its speedup is
+# 2C / (2C + A) < 1 by algebra, so its nearness here says little. *Own cores* lacks what two workers on
+# one machine share: gloo's all-reduce threads run on the cores the backward needs (an overlapped
+# all-reduce slows the compute instead of waiting), and the workers share caches and memory bandwidth. On
+# GPUs each rank has its own device, and those terms shrink; the host they share does not.
+#
+# ## Case 2's step on one GPU, lever by lever (recorded)
+# The step of case 2's MLP (width 256, batch 256) six ways, in interleaved rounds on one H200
+# (`benchmarks/case2_levers.py` made the record and describes each lever):
 
 # %%
-got = [a / b for a, b in zip(per256["1"], per256["2"], strict=True)]
-ceiling = verdicts.below_ceiling(got, pred_own, 2, "the fixed test's samples at width 1024 (plain PyTorch)").show()
-
-# %% [markdown]
-# Whether 2 workers beat 1 at this width is a different question. The rounds above answer it for this run
-# only; it is not made a verdict here, because on two shared cores its rounds land on either side of 1 from
-# one run to the next. How far the run fell short of the ceiling:
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-print(f"measured speedup {min(got):.2f} .. {max(got):.2f} against the own-cores model's {pred_own:.2f}: "
-      f"the run reached {min(got) / pred_own:.0%} .. {max(got) / pred_own:.0%} of it")
-
-# %% [markdown]
-# ## Case 2's real levers on one GPU (recorded)
-# The question of the post was "three GPUs or one". Before that: how fast can *one* GPU take this step? The
-# record below times the step of case 2's MLP (width 256, depth 3, batch 256, the post's shapes) six ways, in
-# interleaved rounds on one H200; `benchmarks/case2_levers.py` made it, and says how each lever is built:
+lev = case2.record("case2-h200-levers")
+print(case2.record_line(lev))
+print("the host that launched the kernels:", lev["machine"]["cpu_model"])
+meds = {name: [m for m in case2.recorded_medians(lev, name) if m is not None] for name in lev["results"]["levers"]}
+for name, m in meds.items():
+    print(f"{name:9s} median step {case2.spread.summary(m)['median'] * 1e3:6.3f} ms, rounds {min(m) * 1e3:.3f} .. {max(m) * 1e3:.3f}")
 
 # %%
-try:
-    lev = records.load("case2-h200-levers")
-    print(records.describe_machine(lev))
-    print("timing:", lev["results"]["timing"])
-    print(f"{lev['results']['rounds_done']} rounds of {lev['results']['warmup']} warm-up + {lev['results']['steps']} timed steps per lever; {lev['results']['status']}")
-except records.RecordError as exc:
-    lev = None
-    print(f"no levers record here ({exc})")
+case2.plots.rounds({n: [x * 1e3 for x in v] for n, v in meds.items()}, ylabel="median step (ms)",
+                   title="case 2's step on one H200, each lever, one dot per round (recorded)")
 
 # %% [markdown]
-# Per lever: the median over rounds of each round's median step, the range of those round medians, and the
-# within-round spread (IQR / median, the middle of the rounds):
+# Each lever against the eager step with the loss shape fixed, round by round (a ratio below 1 in every
+# round: faster in every round of this record):
 
 # %%
-lever_meds = {}
-for name, e in (lev["results"]["levers"] if lev else {}).items():
-    meds = [m for m in recorded_medians(lev["results"], name) if m is not None]
-    lever_meds[name] = meds
-    if not meds:
-        print(f"{name:9s} {e['status']}: {e.get('reason') or e.get('error')}")
-        continue
-    iqr = sorted(r["iqr_rel"] for r in e["rounds"])[len(e["rounds"]) // 2]
-    print(f"{name:9s} {spread.summary(meds)['median'] * 1e3:7.3f} ms  rounds {min(meds) * 1e3:.3f} .. {max(meds) * 1e3:.3f} ms"
-          f"  within-round IQR {iqr:.0%}  ({e['description']})")
-
-# %%
-plots.rounds({n: [m * 1e3 for m in v] for n, v in lever_meds.items() if v}, ylabel="median step (ms)",
-             title=f"case 2's step on {lev['machine']['gpus'][0] if lev else 'no record'}: each lever, "
-                   "one dot per round (recorded)")
+fx = case2.recorded_medians(lev, "fixed")
+for name, label in (("fused", "fused Adam"), ("compiled", "torch.compile"), ("graphed", "one CUDA graph")):
+    print(case2.ratio_line(fx, case2.recorded_medians(lev, name), f"{label:15s} / eager, per round:"))
+print(case2.ratio_line(case2.recorded_medians(lev, "ddp"), fx, "eager / DDP at world size 1, per round:"))
 
 # %% [markdown]
-# Each lever against the eager step with the loss shape fixed (`fixed`), round by round (the same rounds, so a
-# slow moment of the machine hits both): a ratio below 1 in every round means the lever made the step faster
-# in every round; one that straddles 1 is not settled by this record:
-
-# %%
-on = f"the recorded {lev['machine']['gpus'][0]} (case 2's MLP)" if lev else "no record"
-fx = recorded_medians(lev["results"], "fixed") if lev else []
-def med(name):
-    return recorded_medians(lev["results"], name) if lev else []
-for a_name, a, b_name, b in (("posted", med("posted"), "fixed", fx), ("fixed", fx, "fused-Adam", med("fused")),
-                             ("fixed", fx, "torch.compile", med("compiled")), ("DDP, world size 1", med("ddp"), "fixed", fx)):
-    print(verdicts.ratio_figure(a, b, f"{b_name:13s} / {a_name:17s} per round"))
-
-# %% [markdown]
-# The lever that takes the host out of the step: forward, backward and Adam captured once in a CUDA graph and
-# replayed, one launch per step instead of dozens:
-
-# %%
-verdicts.faster_step("eager", fx, "CUDA-graphed", med("graphed"), on).show();
-
-# %% [markdown]
-# The mechanism: case 2's step is a few dozen small kernels, each a few microseconds of GPU work, and the host
-# takes longer to launch them than the GPU to run them. Fused Adam and `torch.compile` cut some launches; one
-# graph replaces them all. A DDP step at world size 1 adds DDP's own per-step work to the eager step (no byte
-# leaves the GPU).
-
-# %% [markdown]
-# The fastest step that one GPU took:
-
-# %%
-ok = {n: spread.summary(m)["median"] for n, m in lever_meds.items() if len(m) >= spread.MIN_ROUNDS}
-fastest = min(ok, key=ok.get) if ok else None
-print(f"fastest one-GPU step: {fastest} {ok[fastest] * 1e3:.3f} ms" if fastest else "no lever record: no fastest step")
-
-# %% [markdown]
+# Case 2's step is a few dozen small kernels; the host takes longer to launch them than the GPU to run
+# them. Fused Adam and `torch.compile` cut some launches; one CUDA graph replays them all in one. DDP at
+# world size 1 adds its per-step work, a local all-reduce launch included, though no byte leaves the GPU.
+#
 # ## What Lightning adds per step (recorded)
-# The same question for Lightning, from interleaved repeats of the fixed test on one H200 (`case2-h200-pairs`:
-# Lightning's single-device fit against the same loop in plain PyTorch, both with the loader and the step timer):
+# Interleaved rounds of the fixed test on one H200, Lightning's fit against the same loop in plain PyTorch:
 
 # %%
-pairs = records.load("case2-h200-pairs")
-print(records.describe_machine(pairs))
-lt, pl = recorded_medians(pairs["results"], "fixed"), recorded_medians(pairs["results"], "fixed-plain")
-diffs = [(a - b) * 1e3 for a, b in zip(lt, pl, strict=True) if a is not None and b is not None]
-print(f"per round, Lightning minus plain: {min(diffs):.2f} .. {max(diffs):.2f} ms (median {spread.summary(diffs)['median']:.2f} ms) over {len(diffs)} rounds")
-verdicts.faster_step("Lightning", lt, "plain-PyTorch", pl, f"{verdicts.machine(pairs)} (fixed test)").show();
+pairs = case2.record("case2-h200-pairs")
+print(case2.record_line(pairs))
+lt, pl = case2.recorded_medians(pairs, "fixed"), case2.recorded_medians(pairs, "fixed-plain")
+print("Lightning minus plain, per step:", case2.spread_line([a - b for a, b in zip(lt, pl, strict=True)]))
 
 # %% [markdown]
-# Lightning's own work per step is the printed difference, round by round. It is paid on
-# every step, and each of N GPUs takes 1/N of an epoch's steps: a per-step cost like it, left out of a model,
-# understates the N GPUs, not the one.
-#
-# ## N GPUs against one, eager against eager: a model
-# No run of case 2 on several GPUs has been recorded, so this part is a **model**, labelled as one. Its
-# assumptions (`StepModel`):
-# - a step takes the larger of its launch floor (what the host needs to launch its kernels, from the records at
-#   the post's width) and the GPU's compute, `k * batch * params`, with `k` from the widest step of the recorded sweep;
-# - one GPU runs a recorded one-GPU step; each of N GPUs runs a step of the same kind on the same per-GPU batch,
-#   plus the all-reduce of the gradients, `latency + bytes * 2(N-1)/N / busbw`, exposed in full or hidden
-#   behind backward (both rows below). Eager against eager: the eager step on one GPU, the eager DDP step
-#   recorded at world size 1 (the eager step plus DDP's per-step work) on each of N;
-# - left out: start-up (process start, rendezvous: seconds, paid by the N GPUs only), which would move the
-#   break-even to larger widths; validation, logging, data loading and Lightning's per-step work (above), paid
-#   per step or per sample, so each of N GPUs pays 1/N of it, which would move the break-even to smaller
-#   widths. The model is therefore no bound either way: which way the left-out costs tip it depends on how
-#   long the run is against its start-up.
-#
-# The fixed per-step costs in the records, and the compute slope:
+# ## N GPUs against one: a model
+# No run of case 2 on several GPUs is recorded, so this part is a **model** (`case2.StepModel`): a step
+# takes the larger of its recorded launch floor and its compute, `k * batch * params` (`k` from a
+# recorded sweep's widest step); each of N GPUs adds the all-reduce, `latency + bytes * 2(N-1)/N / busbw`,
+# exposed in full or hidden behind the backward. Left out: the launch (paid by N GPUs only) and notebook
+# 05's per-step host work (each of N pays 1/N of it). The recorded DDP step already launches one local
+# all-reduce, so one launch is counted twice: microseconds.
 
 # %%
-sweep_rec = records.load("case2-h200-sweep")
-k_gpu = k_from_sweep(sweep_rec["results"]["rows"])
-print(records.describe_machine(sweep_rec))
-for r in sweep_rec["results"]["rows"]:
-    print(f"  sweep width {r['width']:5d}: eager forward + backward + Adam {r['compute'] * 1e3:.2f} ms")
-print(f"  k = {k_gpu * 1e15:.0f} fs per sample x parameter (widest step)")
-mlp_rec = records.load("train-mlp-h200x1")
-st = timed_steps(mlp_rec["results"][0], skip=2)
-print(f"DDP world size 1, width 4096 depth 4 (train-mlp-h200x1): step {spread.summary([s['step_time'] for s in st])['median'] * 1e3:.2f} ms, "
-      f"exposed all-reduce {spread.summary([s['exposed'] for s in st])['median'] * 1e3:.3f} ms (one rank: no bytes leave the GPU)")
-for name in ("posted", "fixed", "fixed-plain"):
-    m = [x for x in recorded_medians(pairs["results"], name) if x is not None]
-    print(f"pairs record, {name:11s}: step {spread.summary(m)['median'] * 1e3:.2f} ms (rounds {min(m) * 1e3:.2f} .. {max(m) * 1e3:.2f})")
+sweep_rec = case2.record("case2-h200-sweep")
+print(case2.record_line(sweep_rec))
+k_gpu = case2.k_from_sweep(sweep_rec["results"]["rows"])
+steps = {"eager, one GPU": meds["fixed"], "eager DDP, each of N": meds["ddp"], "one CUDA graph": meds["graphed"]}
+one, ddp, graphed = (case2.spread.summary(m)["median"] for m in steps.values())
+print(", ".join(f"{name} {case2.spread.summary(m)['median'] * 1e3:.3f} ms" for name, m in steps.items())
+      + f"; k = {k_gpu * 1e15:.0f} fs per sample x parameter")
 
 # %% [markdown]
-# The model's inputs, from the levers record: each side's step, named by kind. The graphed DDP step on N GPUs
-# was not recorded: it is assumed as fast as the graphed one-GPU step (an optimistic bound). Where the record
-# is missing, the sweep's eager step stands in for every step, and the line says so:
-
-# %%
-if {"fixed", "ddp", "graphed"} <= set(ok):
-    eager_one, eager_ddp, graphed, src = ok["fixed"], ok["ddp"], ok["graphed"], "levers record"
-else:
-    eager_one = eager_ddp = graphed = min(r["compute"] for r in sweep_rec["results"]["rows"])
-    src = "no levers record: the sweep's eager step stands in for every step"
-models = {"eager vs eager": StepModel(one=eager_one, ddp=eager_ddp, k=k_gpu),
-          "graphed vs graphed": StepModel(one=graphed, ddp=graphed, k=k_gpu),
-          "graphed one vs eager N": StepModel(one=graphed, ddp=eager_ddp, k=k_gpu)}
-print(f"{src}: one GPU eager {eager_one * 1e3:.3f} ms, graphed {graphed * 1e3:.3f} ms; each of N GPUs: eager DDP "
-      f"{eager_ddp * 1e3:.3f} ms, graphed DDP {graphed * 1e3:.3f} ms (assumed), + the all-reduce")
-
-# %% [markdown]
-# The links, as assumed bus bandwidths (not measured): 300 GB/s, a round figure for an NVLink box; 100 GB/s;
-# 50 GB/s, PCIe Gen5 x16 (64 GB/s a direction on paper); 25 GB/s, PCIe Gen4 x16 (32 GB/s a direction on
-# paper). Without NVLink, NCCL copies between GPUs either directly over PCIe (peer-to-peer, P2P) or through
-# host memory, by the topology and the cards (consumer cards often have P2P off). `NCCL_P2P_DISABLE=1` forces
-# the path through host memory; `NCCL_P2P_LEVEL` (`LOC`, `NVL`, `PIX`, `PXB`, `PHB`, `SYS`) sets how far
-# apart, in the PCIe tree, two GPUs may be and still use P2P; `NCCL_DEBUG=INFO` prints the path each channel
-# took (`P2P/IPC`, `SHM`). Not measured here: no multi-GPU record of case 2; a path through host memory sits
-# at or below the slowest rows. The break-even width of 3 GPUs and the speedup at the post's width 256, per
-# row (None: no width up to 32768 wins). Once a step is compute-bound both its compute and its bytes grow with
-# the parameters, so what decides there is the per-GPU batch against the link, not the width:
+# The links, as assumed bus bandwidths: 300 GB/s (an NVLink box), 100, 50 (PCIe Gen5 x16), 25 (PCIe Gen4
+# x16); latencies 10 to 100 µs. Without NVLink NCCL copies over PCIe peer-to-peer or through host memory
+# (`NCCL_DEBUG=INFO` prints `P2P/IPC` or `SHM`; `NCCL_P2P_DISABLE=1` forces the second), which sits at or
+# below the slowest row. Per row: the speedup of 3 GPUs at width 256 and the first width that wins:
 
 # %%
 widths = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 links = {"latencies": [10e-6, 30e-6, 100e-6], "busbws": [300e9, 100e9, 50e9, 25e9]}
-tables = {name: sensitivity(m, 3, widths, **links) for name, m in models.items()}
-print("latency  busbw    exposed | speedup@256 (break-even width): " + " | ".join(tables))
+models = {"eager vs eager": case2.StepModel(one=one, ddp=ddp, k=k_gpu),
+          "graphed vs graphed": case2.StepModel(one=graphed, ddp=graphed, k=k_gpu)}
+tables = {name: case2.sensitivity(m, 3, widths, **links) for name, m in models.items()}
+print("latency  busbw   exposed | speedup@256 (break-even width): " + " | ".join(tables))
 for i, r in enumerate(tables["eager vs eager"]):
-    print(f"{r['latency'] * 1e6:5.0f} µs {r['busbw'] / 1e9:4.0f} GB/s  {r['exposed']:5.0%}  | "
+    print(f"{r['latency'] * 1e6:5.0f} µs {r['busbw'] / 1e9:4.0f} GB/s {r['exposed']:5.0%}  | "
           + " | ".join(f"{t[i]['speedup@256']:5.2f} ({t[i]['breakeven']!s:>5s})" for t in tables.values()))
 
+# %% [markdown]
+# The graphed DDP step on N GPUs was not recorded: "graphed vs graphed" assumes it as fast as the one-GPU
+# graph, an optimistic bound. The model's range, read off the table:
+
 # %%
-verdicts.gpus_win([r["speedup@256"] for r in tables["eager vs eager"]], 3, 256,
-                  "eager step on one GPU, eager DDP step on each of 3, recorded H200 steps").show();
+for name, t in tables.items():
+    s = [r["speedup@256"] for r in t]
+    print(f"{name}: 3 GPUs {min(s):.2f} .. {max(s):.2f}x faster per epoch than one at width 256, over {len(s)} link rows (modelled)")
 
 # %% [markdown]
-# The mechanism: at width 256 a step sits on its launch floor on every GPU, so 3 GPUs that each take a third of
-# the steps at about the same floor, plus an all-reduce of 0.54 MB, take less time per epoch as long as DDP's
-# per-step work and the all-reduce add less than about two eager steps to each (20 steps an epoch on one GPU,
-# 7 on each of 3). That is a model of the steps alone: the
-# start-up, and the host work notebook 05 measured, come on top.
-#
-# ## Graphed against graphed, and a graphed step against eager ones
-# One CUDA graph makes the one-GPU step about ten times shorter. Against that step, N GPUs running the eager
-# DDP step are compared with a step ten times longer: the third column of the table, a comparison of two kinds
-# of step, printed only so it is read as one. The fair comparison puts a graphed step on both sides (the N
-# GPUs' graphed DDP step not recorded: assumed as fast as the one-GPU one):
+# At width 256 every GPU sits on its launch floor, so three GPUs that each take a third of the steps win
+# as long as DDP's per-step work and the all-reduce add less than about two eager steps to each. The model
+# says nothing of a 3-GPU measurement:
 
 # %%
-verdicts.gpus_win([r["speedup@256"] for r in tables["graphed vs graphed"]], 3, 256,
-                  "one CUDA graph per step on both sides, the 3 GPUs' graphed DDP step assumed").show();
-
-# %% [markdown]
-# For a user with this model that reads: on one GPU, take the launch overhead out first (the graphed step); on
-# N GPUs, the same lever is what lets them keep their advantage, and the link row that matches the machine
-# (NVLink, PCIe Gen5, Gen4, or through host memory) says how much of it the all-reduce leaves. Measure then:
-# a 3-GPU record would replace the model.
-
-# %%
-# Multi-GPU recordings, when they exist: data/runs/case2-h200x3-*.json
-x3 = [n for n in records.list_records("case2") if n.startswith("case2-h200x3-")]
-print("3-GPU records:", x3 or "none yet")
+print("records of case 2 on several GPUs:", case2.multi_gpu_records() or "none yet")
 
 
 # %% [markdown]
 # ## Try it: the model under your own sizes
-# The widgets only compute the model (no launch). The plain call below carries the checked output.
+# The widgets only compute the model (no launch); the plain call below carries the checked output.
 
 # %%
 def show(width=256, n=3, busbw_gb=100, latency_us=30, exposed=1.0, graphed_steps=False):
-    one, ddp = (graphed, graphed) if graphed_steps else (eager_one, eager_ddp)  # like against like
-    m = StepModel(one=one, ddp=ddp, k=k_gpu, latency=latency_us * 1e-6, busbw=busbw_gb * 1e9, exposed=exposed)
-    print(f"width {width}: one GPU {m.epoch(width, 1) * 1e3:.2f} ms/epoch, {n} GPUs {m.epoch(width, n) * 1e3:.2f} ms/epoch: speedup {m.speedup(width, n):.2f}")
+    a, b = (graphed, graphed) if graphed_steps else (one, ddp)  # like against like
+    m = case2.StepModel(one=a, ddp=b, k=k_gpu, latency=latency_us * 1e-6, busbw=busbw_gb * 1e9, exposed=exposed)
+    print(f"width {width}: one GPU {m.epoch(width, 1) * 1e3:.2f} ms/epoch, {n} GPUs {m.epoch(width, n) * 1e3:.2f} "
+          f"ms/epoch: speedup {m.speedup(width, n):.2f}")
 
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-widgets.interact(show, width=widgets.IntSlider(256, 64, 32768, 64), n=(2, 8), busbw_gb=(5, 400, 5), latency_us=(5, 200, 5),
-                 exposed=(0.0, 1.0, 0.1), graphed_steps=False);
+widgets.interact(show, width=widgets.IntSlider(256, 64, 32768, 64), n=(2, 8), busbw_gb=(5, 400, 5),
+                 latency_us=(5, 200, 5), exposed=(0.0, 1.0, 0.1), graphed_steps=False);
 
 # %%
-hand = Costs(c0=1e-3, k=0.0, latency=1e-3, bandwidth=1e9)
-print(predict(hand, world_size=3)["steps_per_epoch"], "steps per rank;", round(predict(hand, world_size=3)["total"] * 1e3, 2), "ms on 3 workers against",
-      round(predict(hand, world_size=1)["total"] * 1e3, 2), "ms on 1")
+show(256, 3, 100, 30, 1.0, False)
 
 # %% [markdown]
 # ## Summary
-# - A break-even model is only as good as its placement assumption: on CPUs, check whether each worker has cores
-#   of its own before dividing or multiplying the compute, and check the model's winner against a measured pair.
-# - Case 2's step is a few dozen small kernels: on one GPU, the recorded levers show how much of it is the host
-#   launching them; one CUDA graph per step removes most of it.
-# - "Is my model too simple?" becomes: from which width do N GPUs beat one, comparing like with like (eager with
-#   eager, graphed with graphed)? A model with the recorded fixed costs answers it per link (NVLink, PCIe Gen5,
-#   Gen4), in a table; a 3-GPU record would replace the model.
-#
+# - Check a break-even model against a measured pair, and name what it lacks: two models, two errors here.
+# - Case 2's step is host-bound on one GPU: one CUDA graph per step takes most of it away.
+# - Like against like, the step model has three GPUs winning at width 256 under every link row: model size does not explain the post.
+
+# %% [markdown]
 # ## Exercises
 # 1. With `Costs(c0=2e-3, k=0, latency=1e-3, bandwidth=1e9)` and the posted sizes, what speedup does the predictor give 3 workers over 1? Work it out by hand, then `check("06.1", answer)`
 
 # %%
 check("06.1", ...)
+
+# %% [markdown]
+# ## Case 2's answer
+# **Undecided: no 3-GPU run is recorded, and one number decides it.** A 3-rank `strategy='ddp'` launch
+# pays about 12 s more than one device, once, since ranks 1 and 2 re-run the script (recorded, notebook
+# 04). Each epoch, three GPUs can save at most two thirds of the one-H200 epoch of 0.24 s, 32 s over 200
+# epochs (recorded). So one GPU wins only if each 3-GPU epoch keeps over three quarters of it
+# (modelled). On two CPU cores a 3-rank epoch kept more than half (notebook 05); the step model says GPU
+# steps split. What may not (per-epoch work, NVML queries of three GPUs, a shared host) is unmeasured
+# on GPUs: notebook 04's command records it.

@@ -12,7 +12,8 @@
 # %% [markdown]
 # **What you will learn**: to time 1 against 2 ranks in the same rounds and rank the costs, by hand, with
 # `diagnose`, and with no line changed (the doctor); which tool to believe when a GPU waits for its host; what
-# no tool here sees. **Builds on** `00_first_launch` and both cases. This is the last notebook.
+# no tool here sees. **Builds on** `00_first_launch` and both cases. Previous: `06_case2_breakeven.ipynb`.
+# This is the last notebook.
 
 # %% [markdown]
 # **How this was measured.** The workload is neither case: a ResNet-18-like CNN on CIFAR-shaped synthetic

@@ -5,7 +5,6 @@ data, decided by one skeleton) ; options (named options that refuse nonsense:
 the base of each case's options) ; exercises (the self-checks that close every
 notebook) ; toy (the small MLP notebook 00 and the tests train) ; replay (a
 recorded GPU run, or the same run made live on this machine's GPUs) ;
-diagnosis_verdicts (a lesson's verdicts on what `diagnose` said) ;
 timer_validation (records of the timer's cost read back).
 It imports the tool (`ddp_lessons.tool`), never a case.
 """

@@ -189,3 +189,44 @@ def test_cli_saves_a_loadable_record(tmp_path, capsys):
     (plain,) = raw["results"]["plain"]
     assert plain["world_size"] == 1 and plain["optimizer_steps"] == len(plain["timer"]["steps"]) > 0
     assert records.load(path) == raw
+
+
+# -- notebook 04: the loss-shape bug, Lightning's launchers, the launch of the posted script ---------
+def test_the_posted_loss_warns_and_broadcasts_and_the_fixed_one_does_not():
+    import warnings
+    pred, y = case2.mlp()(torch.randn(8, 1, case2.D_IN)), torch.randn(8, 1)
+    assert (pred - y).shape == (8, 8, 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        case2.loss_fn(pred, y, case2.Options())
+        case2.loss_fn(pred, y, case2.Options(fix_loss_shape=True))
+    assert len(caught) == 1 and "Using a target size (torch.Size([8, 1]))" in str(caught[0].message)
+
+
+def test_the_posted_loss_learns_the_batch_mean_and_the_fixed_one_learns_the_target():
+    posted, fixed = case2.loss_shape_effect(False, steps=150), case2.loss_shape_effect(True, steps=150)
+    assert posted["pred_std"] < 0.05 * posted["target_std"]       # every prediction near the batch's mean
+    assert fixed["corr"] > 0.95 and fixed["pred_std"] > 0.5 * fixed["target_std"]
+
+
+def test_launcher_of_each_strategy():
+    assert case2.launcher_of("ddp").startswith("_SubprocessScriptLauncher")
+    assert case2.launcher_of("ddp_spawn") == "_MultiProcessingLauncher (spawn)"
+    assert case2.launcher_of("ddp_notebook") == "_MultiProcessingLauncher (fork)"
+
+
+def test_the_logger_flushes_at_lightnings_default_not_every_step():
+    opts = case2.Options(nvml="off", epochs=1, train_batches=20, val_every=0, accumulate=1)
+    default = case2.fit_here(opts, timed=False)
+    every = case2.fit_here(opts, timed=False, flush_every=1)
+    assert default["log_rows"] == 0 and every["log_rows"] == 20    # 20 optimizer steps: the 50th never came
+
+
+@pytest.mark.slow
+def test_the_posted_script_under_strategy_ddp_reruns_itself_for_ranks_1_and_2():
+    run = case2.run_script(3)
+    assert [r["rank"] for r in run["ranks"]] == [0, 1, 2]
+    assert run["ranks"][0]["launcher"] == "_SubprocessScriptLauncher"
+    assert [r["local_rank_env"] for r in run["ranks"]] == ["0", "1", "2"]   # Lightning sets it in rank 0 too
+    assert all(r["child_of_rank0"] and r["same_command"] for r in case2.other_ranks(run))
+    assert all(p >= 0 for p in case2.parts(run).values()) and 0 < case2.launch_s(run) < run["wall"]

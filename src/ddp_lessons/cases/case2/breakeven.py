@@ -3,8 +3,8 @@
 `predict` gives a run's wall time by part from `Costs` (its docstring has the formula); `speedup`,
 `breakeven` and `table` compare n workers with one. DDP divides the steps by n but adds an all-reduce
 to every synchronised step: it wins once the compute it saves outweighs what it adds. `StepModel` asks
-the same of N GPUs against the fastest one-GPU step; `payback`, of a launch: after how many epochs N
-ranks pay back their extra start-up. Defined in notebook 06_case2_breakeven.
+the same of N GPUs against a recorded one-GPU step; `powersgd_bytes` is PowerSGD's arithmetic.
+Defined in notebook 06_case2_breakeven.
 """
 
 from __future__ import annotations
@@ -170,55 +170,12 @@ def sensitivity(model: StepModel, n: int, widths, latencies, busbws, exposed=(1.
     return rows
 
 
-def recorded_medians(results: dict, name: str) -> list:
-    """Per-round median step times (s) of `name` in a pairs record's results
-    (`runs` rows) or a levers record's (`levers[name]['rounds']`); None for a missed round.
-    Defined in notebook 06_case2_breakeven."""
-    if "levers" in results:
-        rows = results["levers"].get(name, {}).get("rounds", [])
-    else:
-        rows = [r for r in results["runs"] if r["name"] == name and r["ok"]]
-    got = {r["round"]: (r["median"] if "median" in r else r["summary"]["median"]) for r in rows}
-    return [got.get(i) for i in range(results["rounds_done"])]
-
-
 def core_share(ranks: int, cores: int, threads: int) -> float:
     """Compute slowdown of each of `ranks` workers with `threads` threads each on
     `cores` cores, against one process with `threads` threads: 1 while every
     thread has a core of its own, else the oversubscription ranks * threads / cores.
     Defined in notebook 06_case2_breakeven."""
     return max(1.0, ranks * threads / cores)
-
-
-# -- does a launch of N ranks pay for itself? (notebook 05) ----------------------------------
-# A model, labelled as one: a run costs its start-up once, then `epochs` epochs of the measured length;
-# N ranks pay back their extra start-up only if each epoch is shorter on them than on one process.
-def epoch_seconds(times: dict) -> float:
-    """The median epoch (training pass + validation pass, s) of one rank's Lightning timer result.
-    Defined in notebook 05_case2_where_time_goes."""
-    return statistics.median(e["train"] + e["validation"] for e in times["epochs"])
-
-
-def payback(extra_startup_s: float, one_epoch_s: float, n_epoch_s: float, epochs: int = 200) -> dict:
-    """Seconds saved per epoch by N ranks (`one_epoch_s - n_epoch_s`; negative: N ranks lose), saved
-    over `epochs`, what is left once the extra start-up is paid (`net`, positive: N ranks win), and
-    the epoch count at which the saving pays the start-up (inf where nothing is saved).
-    Defined in notebook 05_case2_where_time_goes."""
-    saved = one_epoch_s - n_epoch_s
-    return {"per_epoch": saved, "over_run": saved * epochs, "net": saved * epochs - extra_startup_s,
-            "epochs": epochs, "breakeven_epochs": extra_startup_s / saved if saved > 0 else math.inf}
-
-
-def describe_payback(p: dict, n: int, extra_startup_s: float) -> str:
-    """The payback in one plain sentence (a model's reading, with its numbers).
-    Defined in notebook 05_case2_where_time_goes."""
-    if p["per_epoch"] <= 0:
-        return (f"{n} ranks save nothing per epoch here ({p['per_epoch'] * 1e3:+.0f} ms an epoch): no epoch "
-                f"count pays back their {extra_startup_s:.1f} s of extra start-up.")
-    return (f"{n} ranks save {p['per_epoch'] * 1e3:.0f} ms an epoch, {p['over_run']:.1f} s over {p['epochs']} "
-            f"epochs, against {extra_startup_s:.1f} s of extra start-up: they pay it back after "
-            f"{p['breakeven_epochs']:.0f} epochs, and are {'ahead' if p['net'] > 0 else 'behind'} by "
-            f"{abs(p['net']):.1f} s at {p['epochs']}.")
 
 
 def powersgd_bytes(model, rank: int = 1) -> tuple[int, int]:

@@ -6,7 +6,7 @@ post's NVML block, per call), sweep (plain-loop compute per step over widths,
 the break-even predictor's compute figures). benchmarks/record_case2_gpu.sh
 records nvml and sweep on one GPU; the pairs (posted/fixed, Lightning/plain,
 NVML on/off) are recorded as interleaved repeats by benchmarks/record_gpu_pairs.py.
-Defined in notebook 04_case2_lightning.
+A record's config holds what `train.results` needs to make the run again.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import dataclasses
 
 from ...tool import commands
 from ...tool.runs import Rank
-from .lightning import fit_here, fit_worker
+from .lightning import fit_here
 from .options import Options
+from .train import fit_worker
 from . import nvml, plain
 
 MODES = ("posted", "fixed", "nvml", "sweep")
@@ -118,6 +119,6 @@ def cli_command(p):
         used = args.accelerator or (ran if args.launch else "cpu")
         config = {"mode": args.mode, "accelerator": used, "launch": args.launch,
                   "options": dataclasses.asdict(opts), "steps": args.steps, "widths": args.widths,
-                  "repeats": args.repeats}  # what case2.rerun needs to make the run again
+                  "repeats": args.repeats}  # what train.results needs to make the run again
         commands.save_record(args, "case2", config, res, backend=args.backend or ("nccl" if ran == "gpu" else None))
     return run

@@ -10,11 +10,13 @@ from .model import grad_bytes
 
 
 @exercise("04.1")
-def _processes_lightning_started(answer):
-    # Under the launcher LOCAL_RANK is set: LightningEnvironment starts nothing.
-    if answer == 0:
+def _scripts_ddp_reruns(answer):
+    # strategy='ddp', devices=3: rank 0 is the user's process; ranks 1 and 2 re-run the script.
+    if answer == 2:
         return "right", ""
-    return "wrong", "count again: the three workers came from the launcher (compare the PIDs and parent PIDs)"
+    if answer == 3:
+        return "wrong", "rank 0 is the process you started yourself: Lightning re-runs the script for the others only"
+    return "wrong", "count the ranks Lightning starts with subprocess.Popen: every rank but rank 0"
 
 
 @exercise("04.2")

@@ -3,18 +3,13 @@
 `LightningStepTimer`: a `StepTimer` whose steps are opened and closed by Lightning's hooks instead
 of a hand-written loop; `StepTimerCallback`: the Callback that does it, per micro-step and per epoch;
 `TimedDDPStrategy` (made by `timed_strategy`): `DDPStrategy` that registers the comm hook on any
-device. The posted test's whole run taken apart, one process against launched workers (Python's
-start, spawn and rendezvous, Lightning's set-up, the fit), and its plot: `one_process`, `launched`,
-`plot_run`. Defined in notebook 05_case2_where_time_goes.
+device. Defined in notebook 05_case2_where_time_goes.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
-import matplotlib.pyplot as plt
 import pytorch_lightning as pl
 from pytorch_lightning.strategies import DDPStrategy
 
@@ -31,6 +26,8 @@ class LightningStepTimer(StepTimer):
 
     def begin_epoch(self) -> None:
         self._new_step()  # a step starts where the previous one ended, or at the epoch's start
+        self._epochs += 1  # a pass over the loader, as `timer.data` counts one: diagnose(run, epochs=...)
+        self._pass_starts.append(len(self._steps))
 
     def begin_step(self, gap_s: float) -> None:
         self._cur["data"] = gap_s  # host time waiting for the batch (inside step_time, as in StepTimer)
@@ -130,69 +127,3 @@ def timed_strategy(callback: StepTimerCallback, **kwargs) -> TimedDDPStrategy:
     timer's hook around the callback's `hook` (`StepTimer.comm_hook()`)."""
     state, hook = callback.timer.comm_hook()
     return TimedDDPStrategy(ddp_comm_state=state, ddp_comm_hook=hook, **kwargs)
-
-
-# -- the whole run taken apart (notebook 04): stamps are wall-clock (`time.time()`) in each process of
-# this machine, so the kernel's and the workers' compare ----------------------------------------------
-COLORS = {"Python start + import torch (timed apart)": "#bbbbbb",
-          "spawn, launcher, rendezvous (the rest)": "#937860", "import Lightning (+ build Trainer)": "#8172b2",
-          "Lightning set-up (fit to first batch)": "#ffbf00", "the fit (train + validate)": "#4c72b0",
-          "exit (leave group, return)": "#c44e52"}
-
-
-def python_start(modules=("torch",)) -> float:
-    """Seconds a fresh Python takes to start, import `modules` and exit: what a script pays before its
-    first line of work. Defined in notebook 04_case2_lightning."""
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import " + ", ".join(modules)], check=True, capture_output=True)
-    return time.perf_counter() - t0
-
-
-def one_process(torch_s: float, lightning_s: float, one: dict) -> dict:
-    """A one-process run's parts (s): a fresh Python importing torch (`torch_s`) and then Lightning
-    (`lightning_s`: torch and Lightning, timed apart), Lightning's set-up and the fit (`one`: what
-    `fit_one(..., timed=True)` returned). Defined in notebook 04_case2_lightning."""
-    setup = one["timer"]["startup"]
-    return {"Python start + import torch (timed apart)": torch_s,
-            "import Lightning (+ build Trainer)": max(0.0, lightning_s - torch_s),
-            "Lightning set-up (fit to first batch)": setup, "the fit (train + validate)": one["wall"] - setup}
-
-
-def launched(ranks: list, t_call: float, t_return: float, torch_start_s: float) -> dict:
-    """A launched run's parts (s) on its slowest rank (the last to end its fit), from the kernel's
-    stamps around `launch` (`t_call`, `t_return`) and the rank's own. `torch_start_s`: a fresh
-    Python importing torch, timed apart; the rest of the time before the worker runs is the spawn,
-    the launcher's imports and the rendezvous (ranks that share cores start slower: it holds that
-    too). Defined in notebook 04_case2_lightning."""
-    r = max(ranks, key=lambda x: x["t_fit_end"])
-    before = r["t_entered"] - t_call
-    setup = r["timer"]["startup"]
-    return {"Python start + import torch (timed apart)": min(torch_start_s, before),
-            "spawn, launcher, rendezvous (the rest)": max(0.0, before - torch_start_s),
-            "import Lightning (+ build Trainer)": r["t_fit_start"] - r["t_entered"],
-            "Lightning set-up (fit to first batch)": setup, "the fit (train + validate)": r["wall"] - setup,
-            "exit (leave group, return)": t_return - r["t_fit_end"]}
-
-
-def plot_run(bars: dict, title: str):
-    """Horizontal stacked bars, one per run (`bars`: label -> parts in s), the legend outside the data.
-    Returns the Figure, closed. Defined in notebook 04_case2_lightning."""
-    fig, ax = plt.subplots(figsize=(9.5, 0.7 * len(bars) + 1.4))
-    seen = set()
-    for y, parts in enumerate(bars.values()):
-        left = 0.0
-        for name, s in parts.items():
-            ax.barh(y, s, left=left, color=COLORS.get(name, "#64b5cd"), edgecolor="white",
-                    label=None if name in seen else name)
-            seen.add(name)
-            left += s
-        ax.text(left, y, f" {left:.1f} s", va="center", fontsize=8)
-    ax.set_yticks(range(len(bars)), list(bars))
-    ax.invert_yaxis()
-    ax.set_xlabel("wall time (s)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    ax.margins(x=0.12)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig

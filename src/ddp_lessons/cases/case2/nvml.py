@@ -31,7 +31,7 @@ def utilisation() -> list[int]:
 
 def error() -> str | None:
     """None where NVML works; else the exception NVML raises, as `Type: message`.
-    Defined in notebook 04_case2_lightning."""
+    Defined in notebook 05_case2_where_time_goes."""
     try:
         utilisation()
     except Exception as exc:  # noqa: BLE001 - the point is to show what it raises

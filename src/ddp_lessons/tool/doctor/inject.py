@@ -1,16 +1,11 @@
 """What the doctor changes in a process it started, once torch is imported: torch's own classes and
-hooks report to this process's `Recorder`, and the knobs of `--confirm` are applied where the script
-builds its objects. Nothing here runs in any other process (`bootstrap/sitecustomize.py` calls
-`install()` only where the doctor's environment variable is set).
+hooks report to this process's `Recorder`; `--confirm`'s knobs are applied where the script builds
+its objects. Only where the doctor's environment variable is set (`bootstrap/sitecustomize.py`).
 
-Patched, in this process only: `DistributedDataParallel.__init__` (knobs, then the timer), its
-`register_comm_hook` (the script's hook goes inside the timer's), `DataLoader.__init__` (knobs) and
-`__iter__` (the wait for each batch), `torch.autograd.backward`, `torch.save`,
-`torch.distributed.destroy_process_group` (the result is written first); torch's global optimizer
-step hooks and, until the model is known, its global module forward hooks.
-The bootstrap loads this file by its path, apart from the package (the script may be importing
-`ddp_lessons` itself when torch's import ends): it imports only the standard library and torch here,
-and the package's modules later, when a model is built.
+Patched here: `DistributedDataParallel.__init__` and `register_comm_hook`, `DataLoader.__init__` and
+`__iter__`, `torch.autograd.backward`, `torch.save`, `destroy_process_group` (the result is written
+first); torch's global optimizer step hooks and, until the model is known, forward hooks.
+Loaded by its path, apart from the package: standard library and torch only, until a model is built.
 """
 
 from __future__ import annotations
