@@ -35,7 +35,8 @@ import zlib
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn as nn
+import torch.distributed.nn  # noqa: F401 - before the process group: imported later (by DDP's constructor), its
+import torch.nn as nn        # default arguments hold the group past destroy_process_group and a rank can abort at exit
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
@@ -203,15 +204,22 @@ def main():
                 evaluate()
             per_step.append(time.perf_counter() - ts)
         del batches
+    end = None
     if distributed:
-        dist.barrier()
+        end = dist.barrier(async_op=True)
+        end.wait()
     loop_s = time.perf_counter() - t0
 
     if rank == 0:
         print("KNOBS " + json.dumps({"loop_s": loop_s, "steps": steps, "world_size": world, "data_s": data_s,
                                      "per_step_s": per_step, "config": vars(a)}), flush=True)
     if distributed:
+        # Hold the last barrier's work (it holds the collectives before it) until the group is gone: freed last
+        # on gloo's worker thread, a work can need the GIL while this thread, holding it, joins that worker in
+        # the group's destructor, and the rank hangs at exit.
+        del model, opt
         dist.destroy_process_group()
+        del end
 
 
 if __name__ == "__main__":
