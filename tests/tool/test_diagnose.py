@@ -135,6 +135,13 @@ def test_many_small_buckets_advise_a_larger_cap_and_one_bucket_a_smaller():
     assert "bucket_cap_mb=" not in shared.finding(EXPOSED).change
 
 
+def test_small_buckets_fixed_cost_is_read_from_the_smallest_bucket():
+    # two 16 KiB buckets at 1 ms among 600 KiB ones at 8 ms: their bytes are not a fixed cost per call
+    mixed = [(16 << 10, 0.02, 0.001), (16 << 10, 0.04, 0.001)] + [(600 << 10, i / 24, 0.008) for i in range(2, 24)]
+    f = diagnose(simulate(buckets=mixed)).finding(SMALL_BUCKETS)
+    assert "x 1 ms" in f.detail and "smallest bucket (16 KiB)" in f.detail, f.detail
+
+
 def test_loader_advice_reads_the_core_budget():
     full = diagnose(simulate(data=0.02, threads=1, cores=2)).finding(DATA)
     assert "no core is spare" in full.change and "will not help" in full.change

@@ -194,12 +194,15 @@ def small_buckets(ms, run, setting) -> object:
     """Many small buckets: each pays the all-reduce's fixed cost; on shared cores the overlapped calls
     take cycles from the backward, so the cost shows as a slower backward, not as exposed time. Its
     seconds: the exposed transfer after every rank was ready (measured, and then not a finding of its
-    own) or, where larger, an estimate of every extra call's fixed cost (suspected)."""
+    own) or, where larger, an estimate of every extra call's fixed cost (suspected): the link's fitted
+    latency where known, else the smallest bucket's quickest calls (its bytes included: an upper bound;
+    a median call also holds the waits for the backward it overlaps)."""
     m = max(ms, key=lambda x: x["buckets"]["count"] if x["buckets"] else 0)
     b = m["buckets"]
     if not b or b["count"] < MANY_BUCKETS or b["bytes"] / b["count"] > SMALL_MESSAGE:
         return None
-    small = sorted(d for n, d in b["durations"] if n <= SMALL_MESSAGE)
+    least = min((n for n, _ in b["durations"]), default=None)
+    small = sorted(d for n, d in b["durations"] if n == least and n <= SMALL_MESSAGE)
     per_call = setting.per_call or (small[len(small) // 10] if small else None)
     model = run[0].model
     extra = b["count"] - (int(b["bytes"] // advice.DEFAULT_CAP) + 2)
@@ -208,7 +211,8 @@ def small_buckets(ms, run, setting) -> object:
     exposed = [x["transfer"] for x in ms]
     for x in ms:   # the exposed transfer is these buckets' too: charged here, once
         x["transfer"] = 0.0
-    source = "the all-reduce fit" if setting.per_call else "this run's quickest small buckets"
+    source = ("the all-reduce fit" if setting.per_call else
+              f"the quickest tenth of this run's smallest bucket ({least / 1024:.3g} KiB), bytes and all")
     cost = (f"every extra call's fixed cost about {est:.3g} s ({extra} extra calls a step x {per_call * 1e3:.3g} "
             f"ms, {source}, over {syncs} steps)" if est is not None and per_call is not None
             else "the cost per call is unknown")
