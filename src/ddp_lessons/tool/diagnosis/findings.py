@@ -193,10 +193,10 @@ def transfer(ms, run, setting) -> list:
 def small_buckets(ms, run, setting) -> object:
     """Many small buckets: each pays the all-reduce's fixed cost; on shared cores the overlapped calls
     take cycles from the backward, so the cost shows as a slower backward, not as exposed time. Its
-    seconds: the exposed transfer after every rank was ready (measured, and then not a finding of its
-    own) or, where larger, an estimate of every extra call's fixed cost (suspected): the link's fitted
-    latency where known, else the smallest bucket's quickest calls (its bytes included: an upper bound;
-    a median call also holds the waits for the backward it overlaps)."""
+    seconds: the extra calls' share of the transfer exposed after every rank was ready (measured; the
+    rest stays the exposed all-reduce's) or, where larger, an estimate of their fixed cost (suspected):
+    the link's fitted latency where known, else the smallest bucket's quickest calls (its bytes
+    included: an upper bound; a median call also holds the waits for the backward it overlaps)."""
     m = max(ms, key=lambda x: x["buckets"]["count"] if x["buckets"] else 0)
     b = m["buckets"]
     if not b or b["count"] < MANY_BUCKETS or b["bytes"] / b["count"] > SMALL_MESSAGE:
@@ -208,16 +208,20 @@ def small_buckets(ms, run, setting) -> object:
     extra = b["count"] - (int(b["bytes"] // advice.DEFAULT_CAP) + 2)
     syncs = m["steps"] - m["micro_quiet"]
     est = max(0.0, extra * per_call * syncs) if per_call is not None else None
-    exposed = [x["transfer"] for x in ms]
-    for x in ms:   # the exposed transfer is these buckets' too: charged here, once
-        x["transfer"] = 0.0
+    # merging sends the same bytes in fewer calls: of the exposed transfer, the extra calls' share is
+    # charged here (each call costing alike), the rest stays the exposed all-reduce's
+    share = max(0, extra) / b["count"]
+    exposed = [x["transfer"] * share for x in ms]
+    for x, e in zip(ms, exposed, strict=True):
+        x["transfer"] -= e
     source = ("the all-reduce fit" if setting.per_call else
               f"the quickest tenth of this run's smallest bucket ({least / 1024:.3g} KiB), bytes and all")
     cost = (f"every extra call's fixed cost about {est:.3g} s ({extra} extra calls a step x {per_call * 1e3:.3g} "
             f"ms, {source}, over {syncs} steps)" if est is not None and per_call is not None
             else "the cost per call is unknown")
-    detail = (f"{b['count']} buckets a step, {b['bytes'] / b['count'] / 1024:.3g} KiB each (median); exposed after "
-              f"every rank was ready, s per rank: {_fmt(exposed)}; {cost}")
+    detail = (f"{b['count']} buckets a step, {b['bytes'] / b['count'] / 1024:.3g} KiB each (median); the extra "
+              f"calls' share ({max(0, extra)} of {b['count']}) of the all-reduce exposed after every rank was ready, "
+              f"s per rank: {_fmt(exposed)}; {cost}")
     change = advice.small_buckets(model.get("bucket_cap_bytes"), b["count"], b["bytes"] / b["count"], b["bytes"])
     per = [max(e, est or 0.0) for e in exposed]
     status = MEASURED if est is None or max(exposed) >= est else SUSPECTED
