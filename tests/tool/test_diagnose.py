@@ -346,3 +346,12 @@ def test_accumulation_below_the_floor_is_a_note_and_on_shared_cores_counts_its_w
     shared = diagnose(simulate(micro=4, no_sync=False, transfer=0.0002, threads=1, cores=2, allreduce=0.01))
     f = shared.finding(ACCUMULATION)
     assert f is not None and f.status == "suspected" and "shared cores" in f.detail
+
+
+def test_under_accumulation_the_all_reduce_is_read_per_synced_step_and_not_advised_again():
+    # the no_sync micro-steps all-reduce nothing: their 0 is not the all-reduce's time per step, and a run
+    # that accumulates already is not told to accumulate
+    acc = diagnose(simulate(micro=4, transfer=0.03)).finding(EXPOSED)
+    assert "all-reduce 30 ms" in acc.detail and "accumulation" not in acc.change, str(acc)
+    plain = diagnose(simulate(transfer=0.03)).finding(EXPOSED)
+    assert "accumulation with no_sync" in plain.change

@@ -63,21 +63,25 @@ def split_cap(tensors: list | None, last_bytes: int) -> float | None:
     return round(max(max(tensors), sum(tensors) / 2) / MIB, 2)
 
 
-def last_bucket(tensors: list | None, last_bytes: int, shared: bool = False) -> str:
+def _less_often(accumulating: bool) -> str:
+    return ("" if accumulating else ", or all-reduce less often (accumulation with no_sync)")
+
+
+def last_bucket(tensors: list | None, last_bytes: int, shared: bool = False, accumulating: bool = False) -> str:
     """A late last bucket: whether a cap helps depends on the tensor it waits for, and on a core being
-    free to overlap its earlier tensors' all-reduce on."""
+    free to overlap its earlier tensors' all-reduce on (accumulation: not advised where the run has it)."""
     fewer = "send fewer bytes (a bf16/fp16 compression hook where the backend reduces them, as NCCL does)"
+    less = _less_often(accumulating)
     if not tensors:
-        return (f"{fewer}, or all-reduce less often (accumulation with no_sync); whether a smaller cap helps depends "
+        return (f"{fewer}{less}; whether a smaller cap helps depends "
                 "on its tensors, which this result does not hold (mode 'full' records them)")
     big = max(tensors)
     if big >= 0.5 * last_bytes:
         return (f"no bucket cap helps: one tensor of {big / MIB:.3g} MiB is most of it and is ready only at the "
-                f"backward's end (a parameter used first in the forward: an input or tied embedding); {fewer}, or "
-                "all-reduce less often (accumulation with no_sync)")
+                f"backward's end (a parameter used first in the forward: an input or tied embedding); {fewer}{less}")
     if shared:
-        return (f"it holds several tensors, but splitting it would not overlap here (the ranks share cores): {fewer}, "
-                "or all-reduce less often (accumulation with no_sync)")
+        return (f"it holds several tensors, but splitting it would not overlap here (the ranks share cores): "
+                f"{fewer}{less}")
     return (f"a bucket_cap_mb below its {last_bytes / MIB:.3g} MiB (about {split_cap(tensors, last_bytes):g}) "
             f"splits it, so its earlier tensors leave during the backward; or {fewer}")
 
@@ -88,11 +92,13 @@ def split_one(grad_bytes: int | None) -> float | None:
     return round(grad_bytes / 4 / MIB, 1) if grad_bytes and grad_bytes > 8 * MIB else None
 
 
-def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None, shared: bool) -> str:
+def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None, shared: bool,
+            accumulating: bool = False) -> str:
     """The exposed transfer: where the whole gradient is one bucket on a machine with a core to overlap
-    on, a cap that gives a few buckets of over 2 MiB; otherwise fewer bytes or less often."""
+    on, a cap that gives a few buckets of over 2 MiB; otherwise fewer bytes or less often (where the run
+    does not accumulate already)."""
     fewer = ("send fewer bytes (a bf16/fp16 compression hook where the backend reduces them; no unused "
-             "parameters) or all-reduce less often (accumulation with no_sync)")
+             "parameters)" + (" or all-reduce less often (accumulation with no_sync)" if not accumulating else ""))
     if buckets and buckets["count"] == 1 and cap:
         split = split_one(grad_bytes)
         if shared or split is None:   # no core to overlap on, or buckets too small to pay their way

@@ -89,7 +89,7 @@ def data(ms, att, setting, run) -> object:
     own = [m["data"] for m in ms]
     waited = [a["charged"].get(("data",), 0.0) for a in att["ranks"]]
     detail = "waiting for batches inside the steps, s per rank: " + _fmt(own)
-    if any(m["data"] != m["data_host"] for m in ms):
+    if run[0].on_gpu and any(m["data"] != m["data_host"] for m in ms):
         detail += " (what the GPU waited: each step's start to its first phase)"
     if any(waited):
         detail += f"; the others' waits for it: {_fmt(waited)}"
@@ -97,7 +97,7 @@ def data(ms, att, setting, run) -> object:
     if loader:
         detail += f"; loader: num_workers={loader['num_workers']}, persistent_workers={loader['persistent_workers']}"
     else:
-        detail += "; the loader's settings are not in this result (a timer older than the loader's reading)"
+        detail += "; the loader's settings are not in this result (no DataLoader was read: its workers are unknown)"
     spare = setting.spare or 0
     workers = max(1, spare // max(1, setting.world)) if spare > 0 else 1
     knob = ({"loader": {"num_workers": workers, "persistent_workers": True}} if not (loader or {}).get("num_workers")
@@ -168,7 +168,7 @@ def transfer(ms, run, setting) -> list:
         cap = advice.split_cap(tensors, b["last_bytes"]) if not setting.shared else None
         knob: dict | None = ({"ddp": {"bucket_cap_mb": cap}} if cap else
                              {"hook": "bf16"} if setting.backend == "nccl" else None)
-        change = advice.last_bucket(tensors, b["last_bytes"], setting.shared)
+        change = advice.last_bucket(tensors, b["last_bytes"], setting.shared, ms[i]["micro_quiet"] > 0)
         out.append(make(LAST_BUCKET, "", lasts, ms, detail, change, knob=knob))
     per = [m["transfer"] for m in ms]
     m = ms[max(range(len(ms)), key=per.__getitem__)]
@@ -182,7 +182,7 @@ def transfer(ms, run, setting) -> list:
     split = advice.split_one(model.get("grad_bytes")) if not setting.shared else None
     one = bool(m["buckets"] and m["buckets"]["count"] == 1 and cap and split)
     change = (advice.FIXED["latency"] if small else
-              advice.exposed(m["buckets"], cap, model.get("grad_bytes"), setting.shared))
+              advice.exposed(m["buckets"], cap, model.get("grad_bytes"), setting.shared, m["micro_quiet"] > 0))
     knob = ({"ddp": {"bucket_cap_mb": 25}} if small and cap and cap < advice.DEFAULT_CAP else
             {"ddp": {"bucket_cap_mb": split}} if one and not small else
             {"hook": "bf16"} if setting.backend == "nccl" and not small else None)
@@ -238,8 +238,9 @@ def host_bound(ms, run) -> tuple[object, str | None]:
         if frac >= BUSY_HOST_BOUND:
             return None, None
         per = [(1 - frac) * sum(s["step_time"] for s in r.steps()) for r in run]
-        detail = (f"the GPU was busy {frac:.0%} of {len(busy)} traced steps (kernels, copies and sets in a profiler "
-                  "trace of rank 0): the phase times here are CUDA-event spans paced by the host, not GPU work")
+        detail = (f"the GPU was busy {frac:.0%} of {len(busy)} traced steps of this setup (kernels, copies and sets "
+                  "in a profiler trace of rank 0; a record's trace is a launch of its own, not these rounds): the "
+                  "phase times here are CUDA-event spans paced by the host, not GPU work")
         return make(HOST_BOUND, "", per, ms, detail, advice.FIXED["host_bound"]), None
     paced = []
     for r in run:

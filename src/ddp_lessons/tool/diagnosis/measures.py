@@ -92,8 +92,8 @@ def measures(r) -> dict:
     gpu = r.on_gpu and any("data_stall" in s for s in steps)
     data_key = "data_stall" if gpu else "data"   # on a GPU: what the device waited, not the host
 
-    def per_step(key):  # the median over the steps that have it (a sampled number is not 0 elsewhere)
-        have = [s[key] for s in steps if s.get(key) is not None]
+    def per_step(key, among=steps):  # the median over the steps that have it (a sampled number is not 0 elsewhere)
+        have = [s[key] for s in among if s.get(key) is not None]
         return statistics.median(have) if have else 0.0
     opt, synced, quiet = kinds(r)
     m = {"rank": r.rank, "steps": len(steps), "optimizer_steps": len(opt), "micro_synced": len(synced),
@@ -101,7 +101,9 @@ def measures(r) -> dict:
          "wait": sampled_total(steps, "wait", every), "exposed": sampled_total(steps, "exposed", every),
          "data": sum(s.get(data_key) or 0.0 for s in steps), "data_host": sum(s.get("data") or 0.0 for s in steps),
          "data_launch": launch_data(steps, r.timer.get("pass_starts"), data_key),
-         "allreduce_step": per_step("allreduce"), "step_time": per_step("step_time"),
+         # per step that all-reduced: a no_sync micro-step's 0 is not a quicker all-reduce
+         "allreduce_step": per_step("allreduce", [s for s in steps if s.get("allreduce_calls") or s.get("allreduce")]),
+         "step_time": per_step("step_time"),
          "compute_step": statistics.median(compute(s) for s in steps) if steps else 0.0,
          "compute": sum(compute(s) for s in steps),
          "calls": sum(s.get("allreduce_calls") or 0 for s in steps),
