@@ -2,11 +2,11 @@
 # # 05 · Case 2: where the wall time goes
 
 # %% [markdown]
-# **Where does the posted test's time go, and do three ranks win its 200 epochs on this machine?** Measured
-# here: an epoch on three ranks (a third of the samples each, on two CPU cores) keeps more than half of the
-# one-process epoch, about as long as it (0.14 to 0.2 s in runs here), so with the launch recorded in
-# notebook 04 (about 3 s more, once) three ranks do not win the post's 200 epochs here (modelled; the
-# verdicts below carry this run's figures). Every rank pays host work in every step: data drawn per item,
+# **Where does the posted test's time go, and do three ranks win its 200 epochs on this machine?** No, on
+# two CPU cores: an epoch on three ranks (a third of the samples each) is about as long as the one-process
+# epoch (measured here), while Lightning's 3-rank launch costs about 3 s more, once (recorded in notebook
+# 04); to win, their epoch would have to fall below about 89% of one process's (modelled; the verdict below
+# carries this run's figures). Every rank pays host work in every step: data drawn per item,
 # `self.log`, the NVML block (about 1 ms a step on one H200, recorded).
 
 # %% [markdown]
@@ -80,9 +80,6 @@ rank_epochs = case2.slowest_epochs(run)
 print("one process:", case2.spread_line(one_epochs, over="epochs"))
 print("3 ranks:    ", case2.spread_line(rank_epochs, over="epochs"))
 
-# %%
-case2.CLAIMS.decide("ranks_keep_over_half_the_epoch", *case2.epoch_ratio_bounds(one_epochs, rank_epochs)).show();
-
 # %% [markdown]
 # Each rank draws, trains and validates a third of the samples, but its per-step and per-epoch work does
 # not shrink, it adds an all-reduce every third micro-step, and here three ranks share two cores. Over the
@@ -97,6 +94,14 @@ extra = statistics.median(b - a for a, b in zip(case2.launch_rounds(launches, "c
 p = case2.payback(extra, statistics.median(one_epochs), statistics.median(rank_epochs))
 print(f"3 ranks save {p['per_epoch'] * 1e3:.0f} ms an epoch, {p['over_run']:.1f} s over {p['epochs']} epochs, "
       f"against {extra:.1f} s more per launch: {'ahead' if p['net'] > 0 else 'behind'} by {abs(p['net']):.1f} s (modelled)")
+print(f"break-even: 3 ranks win if their epoch is under {1 - extra / (p['epochs'] * statistics.median(one_epochs)):.0%} "
+      "of one process's")
+
+# %% [markdown]
+# Whether the 3-rank epochs clear that break-even, over the epochs' spread (quartile bounds):
+
+# %%
+case2.CLAIMS.decide("three_ranks_lose_the_posts_run", *case2.breakeven_bounds(one_epochs, rank_epochs, extra)).show();
 
 # %% [markdown]
 # On GPUs the one-device epoch is far shorter (0.24 s on one H200, notebook 04), so the most three GPUs can
@@ -243,7 +248,8 @@ print("added by the block to training_step:", case2.spread_line([a - b for a, b 
 print(case2.ratio_line(on, off, "training_step without / with the block, per round:"))
 
 # %% [markdown]
-# About a millisecond a step on every rank, for a number nobody needs per step: sample utilisation from
+# About a millisecond a step on every rank (5 recorded rounds: it suggests, not decides), for a number
+# nobody needs per step: sample utilisation from
 # outside the loop (`nvidia-smi dmon`). With three GPUs each rank's block queries all three.
 #
 # ## The posted test against the fixed one (recorded)

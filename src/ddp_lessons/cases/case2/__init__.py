@@ -16,7 +16,7 @@ loaded on first use. Lightning is imported only when a fit runs.
 from . import breakeven, hook_intervals, nvml, pairs, plain, readout
 from .breakeven import (Costs, StepModel, core_share, fit_compute, k_from_sweep, powersgd_bytes, predict, sensitivity,
                         speedup)
-from .claims import CLAIMS, epoch_ratio_bounds, middle_half, slowest_epochs
+from .claims import CLAIMS, breakeven_bounds, epoch_ratio_bounds, middle_half, slowest_epochs
 from .launch_cost import EPOCHS, SETUP, STARTUP, launch_s, other_ranks, parts, plot_parts, run_script
 from .lightning import fit_here, fit_one, launcher_of
 from .model import D_IN, grad_bytes, loss_fn, loss_shape_effect, make_dataset, mlp, param_count
@@ -50,7 +50,8 @@ __all__ = ["CASE", "CLAIMS", "Options", "stored_or_live", "fit_here", "fit_one",
            "plot_parts", "EPOCHS", "SETUP", "STARTUP", "runs_of",
            "record", "record_line", "launch_rounds", "launch_parts", "load_range", "epoch_seconds",
            "payback", "spread_line", "ratio_line", "per_round", "recorded_medians", "expected_syncs", "POST_EPOCHS",
-           "multi_gpu_records", "slowest_epochs", "epoch_ratio_bounds", "middle_half", "Costs", "StepModel",
+           "multi_gpu_records", "slowest_epochs", "epoch_ratio_bounds", "breakeven_bounds", "middle_half", "Costs",
+           "StepModel",
            "core_share", "fit_compute", "k_from_sweep", "powersgd_bytes", "predict", "sensitivity", "speedup",
            "allreduce", "spread", "breakeven", "hook_intervals", "nvml", "pairs", "plain", "readout"]
 
