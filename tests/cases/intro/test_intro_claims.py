@@ -43,8 +43,9 @@ def test_latency_then_bandwidth_is_unresolved_when_a_larger_message_came_out_fas
     assert _decide([560, 300, 2500, 9500]).status == V.UNRESOLVED
 
 
-def test_latency_then_bandwidth_is_unresolved_when_4x_the_bytes_cost_over_7x_the_time():
-    assert _decide([300, 330, 1300, 10000]).status == V.UNRESOLVED
+def test_latency_then_bandwidth_holds_when_4x_the_bytes_cost_over_4x_the_time():
+    # a bandwidth that falls with size (the largest buffer out of the caches) is bandwidth-bound too
+    assert _decide([300, 330, 1300, 10000]).holds
 
 
 def test_the_noise_allowance_keeps_what_this_machine_gave_under_load():
