@@ -2,12 +2,13 @@
 # # 01 · Case 1 as posted: does the script split the work, and why 133 s?
 
 # %% [markdown]
-# **The question** (a Stack Exchange question, in Chinese translation): two RTX 3090s, plain PyTorch DDP
+# **The question** ("PyTorch DDP双GPU训练耗时超单GPU，求解决方案", a Stack Exchange question by lycutter, in
+# Chinese translation; the copy the course has carries no link): two RTX 3090s, plain PyTorch DDP
 # fine-tuning M3AE on VQA-RAD. An epoch took 105 s on one GPU, 133 s on two: "both GPUs seem to run the
 # same job".
 #
-# **The answer.** No: under a launcher the posted sampler gives each rank half the questions
-# (174 of 348, measured here), so each two-GPU step took 2 x 133 / 105 = 2.5 one-GPU steps.
+# **The answer.** The script does split the work: under a launcher the posted sampler gives each rank half
+# the questions (174 of 348, measured here), so each two-GPU step took 2 x 133 / 105 = 2.5 one-GPU steps.
 # Why is undecided: notebook 03's model (modelled from recorded one-H200 runs, not validated on two GPUs)
 # finds no cause that large at a per-rank batch of 8 or more. The step on one and two GPUs at the same
 # per-rank batch decides it: `python -m ddp_lessons doctor --steps 30 -- torchrun --standalone --nproc_per_node 2 DPT_MLM_ddp2.py`,
@@ -207,10 +208,11 @@ found
 
 # %% [markdown]
 # It books rank 0's evaluation as work outside the steps and charges rank 1's wait to it, not to a slow
-# rank. Its bucket advice reads the last bucket's tensors: that bucket holds several (the heads' zeros
-# among them, in reversed parameter order, as `find_unused_parameters=True` keeps it), so it advises a
-# `bucket_cap_mb` below the bucket's size, or fewer bytes. Of the loader it says the posted 4 workers
-# per rank already take the two cores' cycles: fewer, not the answer's 8.
+# rank. Its bucket advice reads the last bucket's tensors and the cores: that bucket holds several (the
+# heads' zeros among them, in reversed parameter order, as `find_unused_parameters=True` keeps it), but
+# here the ranks share two cores, so splitting it would not overlap and it advises fewer bytes; on GPUs,
+# with a core free per rank, the same bucket gets a `bucket_cap_mb` below its size. Of the loader it says
+# the posted 4 workers per rank already take the two cores' cycles: fewer, not the answer's 8.
 
 # %% [markdown]
 # ## The same script on a GPU (recorded)

@@ -4,10 +4,10 @@
 # %% [markdown]
 # **The answer.** Nothing measured here or recorded explains 133 s. Modelled from a recorded one-H200 run
 # (the 3090 taken 2x slower; not validated on multi-GPU): with the data split as the posted code splits it,
-# the two-GPU epoch comes to 53 to 86 s from per-rank batch 8 up, over PCIe 4.0 with or without
-# peer-to-peer. 133 s needs each step to leave 0.42 s of all-reduce exposed at batch 8: 1.5 GB at under
-# 3.6 GB/s, nothing overlapped. The model comes near only at batch 2 to 4 with a slow link, where it is
-# weakest. A slow link, or the two processes contending for the host, could do it. A two-GPU record
+# the two-GPU epoch comes to 53 to 65 s from per-rank batch 8 up, over PCIe 4.0 x16 or x8 with or without
+# peer-to-peer (86 s at half the no-P2P bandwidth). 133 s needs each step to leave 0.42 s of all-reduce
+# exposed at batch 8: 1.5 GB at under 3.6 GB/s, nothing overlapped. The model comes near only at batch 2
+# to 4 with a slow link, where it is weakest. A slow link, or the two processes contending for the host, could do it. A two-GPU record
 # decides: `python -m ddp_lessons case1 --nproc 2 --model m3ae --batch-size 8 --steps-limit 30 --record case1-h200x2-broken`.
 
 # %% [markdown]
@@ -217,8 +217,8 @@ print(f"batch 32: forward {m['forward'] * 1e3:.1f}, backward {m['backward'] * 1e
       f"{m['optimizer'] * 1e3:.1f} ms per step; {m['grad_bytes'] / 1e9:.2f} GB of gradients")
 
 # %% [markdown]
-# **Not floored.** Only batch 32 is recorded; a smaller batch (marked `~`) scales its forward and backward
-# down linearly. A small batch's backward does not shrink that far (every weight is still read, every
+# **Not floored.** Only batch 32 is recorded; every other batch (marked `~`) scales its forward and backward
+# linearly from it (64 up, the rest down). A small batch's backward does not shrink that far (every weight is still read, every
 # kernel still launched), so at batch 2 to 4 the model's backward is too short and its exposed all-reduce
 # too long: where it comes near 133 s it is weakest. `benchmarks/case1_batch_floor.py` records the floor.
 
@@ -230,7 +230,8 @@ print(f"batch 32: forward {m['forward'] * 1e3:.1f}, backward {m['backward'] * 1e
 # as posted, and the data split. `*` marks 133 s or more, `-` a batch ruled out:
 
 # %%
-FACTOR = 2.0  # assumed: the 3090 takes 2x the H200's time per step (FP32 peaks 35.6 and 67 TFLOPS)
+FACTOR = 2.0  # assumed: the 3090 takes 2x the H200's time per step (FP32 peaks 35.6 and 67 TFLOPS; the
+#              3090's is a dual-issue peak SGEMM seldom reaches, so 2x is the optimistic end: the 4x row below)
 n_train = 3058  # the stand-in's training split at VQA-RAD's size, as in the records
 BATCHES = (2, 4, 8, 16, 32, 64)
 print(case1.gap.NOT_VALIDATED)
@@ -263,8 +264,8 @@ for b in BATCHES:
 
 # %% [markdown]
 # **What the model says**, with the confidence it supports: from per-rank batch 8 up no link or compute
-# rate varied above brings the split epoch near 133 s: the all-reduce it leaves exposed is tens of
-# milliseconds a step, where 133 s needs 0.42 s or more. At batch 2 to 4 a slow link comes near, on the
+# rate varied above brings the split epoch near 133 s: the all-reduce it leaves exposed is about 60 ms a
+# step at batch 8 (0.17 s at half the bandwidth), where 133 s needs 0.42 s or more. At batch 2 to 4 a slow link comes near, on the
 # unfloored backward. Every rank going through all the samples gives 107 to 129 s from batch 8 up: what
 # "the same job" describes, not what the code does (01 counted). A measurement decides: the step on one
 # and two GPUs at the same batch, then the link: `nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv`
@@ -336,7 +337,8 @@ print("the posted num_workers=4 here:", case1.readout.core_share(4, 1, cores, wh
 # - The tiny stand-in's embedding is 85% of the bytes and ready last: no cap overlaps it. At M3AE size the
 #   buckets are handed over across the backward, and the link decides what stays exposed.
 # - The post's gap, modelled and not validated on multi-GPU: from per-rank batch 8 up the split epoch comes to
-#   53 to 86 s, not 133 s; only a slow link at batch 2 to 4, where the model is weakest, comes near it.
+#   53 to 65 s (86 s at half the bandwidth), not 133 s; only a slow link at batch 2 to 4, where the model is
+#   weakest, comes near it.
 # - Two CPU workers here scale at well under 100%: they share the cores the compute needs.
 
 # %% [markdown]

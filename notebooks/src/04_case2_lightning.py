@@ -20,7 +20,8 @@
 
 # %% [markdown]
 # ## The post
-# A Stack Exchange question, in Chinese translation (asker CCranney): a deliberately small Lightning test,
+# A Stack Exchange question, in Chinese translation ("PyTorch Lightning多GPU（3卡DDP）训练性能不及单GPU的问题排查",
+# asker CCranney; the copy the course has carries no link): a deliberately small Lightning test,
 # an MLP 10→256→256→256→1 on 5,000 random samples (`torch.randn` drawn in `__getitem__`), batch 256, 200
 # epochs, `Trainer(strategy='ddp', devices=3, accumulate_grad_batches=3)`, a `WandbLogger`, `self.log`
 # every step and an NVML utilisation query inside every `training_step`. "结果一直是单GPU训练比多GPU更快"

@@ -48,7 +48,8 @@ def inputs(run: Run, skip: int = 3) -> dict:
 
 
 def source(runs: dict, batch: int) -> int:
-    """The recorded batch a column reads: `batch` itself, or the smallest larger one (scaled down)."""
+    """The recorded batch a column reads: `batch` itself, the smallest larger one (scaled down), or
+    above every record the largest (scaled up)."""
     return next((b for b in runs if b >= batch), max(runs))
 
 
@@ -61,7 +62,7 @@ def column(runs: dict, batch: int, link, factor: float, n_train: int, buffer_byt
     src = source(runs, batch)
     rec, scale = inputs(runs[src]), batch / src
     # GPU work: the recorded batch's own step where recorded (floored: a small batch's backward still
-    # reads every weight), else scaled down linearly from a larger one (not floored: too short)
+    # reads every weight), else scaled linearly from another (down: too short, not floored; up: linear)
     gpu = factor * (scale * (rec["forward"] + rec["backward"]) + rec["optimizer"])
     steps1, steps2 = math.ceil(n_train / batch), math.ceil(n_train / (2 * batch))
     t1 = post["one_gpu_s"] / steps1   # the post's one-GPU step, all of it: GPU work and the rest
@@ -104,8 +105,8 @@ def reaching(cols: dict, row: str = ROWS[1], post: dict = POST) -> list[int]:
 
 def lines(cols: dict, rows=ROWS, label=None, post: dict = POST) -> list[str]:
     """The model as text: one line per row, one column per batch; `*` where it reaches the post's
-    two-GPU epoch, `-` where the batch is ruled out, `~` beside a batch scaled from a larger one
-    (not floored). Defined in notebook 03_case1_beyond."""
+    two-GPU epoch, `-` where the batch is ruled out, `~` beside a batch scaled from a recorded one
+    (down: not floored; up: linear). Defined in notebook 03_case1_beyond."""
     head = "".join(f"{b:>6d}{' ' if c['floored'] else '~'}" for b, c in cols.items())
     out = [f"{'per-rank batch':52s}{head}"] if label is None else []
     for row in rows:
