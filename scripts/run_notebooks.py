@@ -11,6 +11,7 @@ of evalue and its last lines: a worker's exception arrives as
     python scripts/run_notebooks.py --record notebooks-h200x1
     python scripts/run_notebooks.py --only 00_first_launch --record notebooks-cpu2-00
     python scripts/run_notebooks.py --from-source ...   # the jupytext sources (needs jupytext)
+    python scripts/run_notebooks.py --jobs 4 ...         # 4 at once (a machine with cores to spare)
 
 The kernel is ipykernel on this interpreter (`sys.executable -m
 ipykernel_launcher`), from a kernelspec this script writes in a temporary
@@ -22,6 +23,7 @@ from wheels put on PYTHONPATH, that is what makes it work).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import sys
@@ -106,6 +108,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     p.add_argument("--from-source", action="store_true",
                    help="execute notebooks/src/NN_name.py (read with jupytext) instead of the stored .ipynb")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="notebooks at once, each in its own process and kernel (their seconds then overlap)")
     p.add_argument("--keep-executed", metavar="DIR", type=Path,
                    help="also write each executed notebook to DIR (for reading, not for committing)")
     args = p.parse_args(argv)
@@ -118,13 +122,16 @@ def main(argv=None) -> int:
     if args.record and records._path(args.record, RUNS_DIR).exists() and not args.overwrite:
         p.error(f"data/runs/{args.record}.json exists: pass --overwrite or choose another name")
     entries = []
-    with tempfile.TemporaryDirectory(prefix="ddp_lessons-kernel-") as spec_dir:
-        for name in names:
-            entry = run_one(name, args.timeout, args.from_source, Path(spec_dir), args.keep_executed)
+    with tempfile.TemporaryDirectory(prefix="ddp_lessons-kernel-") as spec_dir, \
+            concurrent.futures.ProcessPoolExecutor(max(1, args.jobs)) as pool:
+        jobs = [pool.submit(run_one, name, args.timeout, args.from_source, Path(spec_dir), args.keep_executed)
+                for name in names]
+        for job in concurrent.futures.as_completed(jobs):
+            entry = job.result()
             entries.append(entry)
             err = entry["error"]
             how = "passed" if entry["passed"] else f"FAILED at cell {err['cell']}: {err['ename']}: {err['evalue']}"
-            print(f"{name}: {how} ({entry['seconds']:.1f} s)", flush=True)
+            print(f"{entry['name']}: {how} ({entry['seconds']:.1f} s)", flush=True)
             if not entry["passed"] and err.get("tail"):
                 print("\n".join("    " + line for line in err["tail"]), flush=True)
             if args.record:  # rewritten after every notebook: a run cut short keeps what it did
@@ -135,9 +142,9 @@ def main(argv=None) -> int:
 
 
 def _save(args, names, entries, records, runs_dir):
-    config = {"notebooks": names, "timeout": args.timeout, "from_source": args.from_source,
+    config = {"notebooks": names, "timeout": args.timeout, "from_source": args.from_source, "jobs": args.jobs,
               "kernel": [sys.executable, "-m", "ipykernel_launcher"], "done": len(entries)}
-    rec = records.make_record("notebook-run", config, entries)
+    rec = records.make_record("notebook-run", config, sorted(entries, key=lambda e: e["name"]))
     if rec["machine"]["gpus"]:
         rec["machine"]["topology"] = records.gpu_topology()
     records.save(rec, args.record, runs_dir=runs_dir, overwrite=True)
