@@ -66,6 +66,7 @@ for r in out:
     print(f"rank {r['rank']} of {r['world_size']} ({r['backend']}): sum = {r['sum']:g}, "
           f"RANK={r['env']['RANK']} MASTER_ADDR={r['env']['MASTER_ADDR']}, torch threads = {r['threads']}")
 
+
 # %% [markdown]
 # Both ranks hold 3: the all-reduce summed across processes. The workers see the variables `torchrun`
 # sets, so the same function runs under `torchrun --standalone --nproc_per_node 2 -m ddp_lessons hello`;

@@ -3,16 +3,15 @@
 
 # %% [markdown]
 # **The question** ("PyTorch DDP双GPU训练耗时超单GPU，求解决方案", a Stack Exchange question by lycutter, in
-# Chinese translation; the copy the course has carries no link): two RTX 3090s, plain PyTorch DDP
-# fine-tuning M3AE on VQA-RAD. An epoch took 105 s on one GPU, 133 s on two: "both GPUs seem to run the
-# same job".
+# Chinese translation): two RTX 3090s, plain PyTorch DDP
+# fine-tuning M3AE on VQA-RAD. An epoch took 105 s on one GPU, 133 s on two, "as if repeating the same task"
 #
 # **The answer.** The script does split the work: under a launcher the posted sampler gives each rank half
 # the questions (174 of 348, measured here), so each two-GPU step took 2 x 133 / 105 = 2.5 one-GPU steps.
-# Why is undecided: notebook 03's model (modelled from recorded one-H200 runs, not validated on two GPUs)
-# finds no cause that large at a per-rank batch of 8 or more. The step on one and two GPUs at the same
-# per-rank batch decides it: `python -m ddp_lessons doctor --steps 30 -- torchrun --standalone --nproc_per_node 2 DPT_MLM_ddp2.py`,
-# then with `--nproc_per_node 1` (last section).
+# Why is undecided: notebook 03's model (from one-H200 records, not validated on two GPUs) finds no cause
+# that large from a per-rank batch of 8. The step on one and two GPUs at the same per-rank
+# batch decides it: `python -m ddp_lessons doctor --steps 30 -- torchrun --standalone --nproc_per_node 2 DPT_MLM_ddp2.py`,
+# then `--nproc_per_node 1`.
 
 # %% [markdown]
 # **What you will learn:** to rebuild a posted DDP script as one loop whose questionable lines are named

@@ -3,11 +3,11 @@
 
 # %% [markdown]
 # **The answer.** Nothing measured here or recorded explains 133 s. Modelled from a recorded one-H200 run
-# (the 3090 taken 2x slower; not validated on multi-GPU): with the data split as the posted code splits it,
-# the two-GPU epoch comes to 53 to 65 s from per-rank batch 8 up, over PCIe 4.0 x16 or x8 with or without
-# peer-to-peer (86 s at half the no-P2P bandwidth). 133 s needs each step to leave 0.42 s of all-reduce
-# exposed at batch 8: 1.5 GB at under 3.6 GB/s, nothing overlapped. The model comes near only at batch 2
-# to 4 with a slow link, where it is weakest. A slow link, or the two processes contending for the host, could do it. A two-GPU record
+# (the 3090 taken 2x slower; not validated on multi-GPU), with the data split as posted, the two-GPU epoch
+# comes to 53 to 65 s from per-rank batch 8 up, over PCIe 4.0 x16 or x8 with or without peer-to-peer (86 s
+# at half the no-P2P bandwidth). 133 s needs 0.42 s of all-reduce exposed a step at batch 8: 1.5 GB at
+# under 3.6 GB/s, nothing overlapped. Only batch 2 to 4 with a slow link comes near, where the model is
+# weakest. A slow link, or the two processes contending for the host, could do it. A two-GPU record
 # decides: `python -m ddp_lessons case1 --nproc 2 --model m3ae --batch-size 8 --steps-limit 30 --record case1-h200x2-broken`.
 
 # %% [markdown]
@@ -263,10 +263,9 @@ for b in BATCHES:
     print(f"batch {b:3d}: {need:.2f} s exposed per step, 1.50 GB at {1.503 / need:5.1f} GB/s or less")
 
 # %% [markdown]
-# **What the model says**, with the confidence it supports: from per-rank batch 8 up no link or compute
-# rate varied above brings the split epoch near 133 s: the all-reduce it leaves exposed is about 60 ms a
-# step at batch 8 (0.17 s at half the bandwidth), where 133 s needs 0.42 s or more. At batch 2 to 4 a slow link comes near, on the
-# unfloored backward. Every rank going through all the samples gives 107 to 129 s from batch 8 up: what
+# **What the model says**: from per-rank batch 8 up no link or compute rate varied above brings the split
+# epoch near 133 s: it leaves about 60 ms of all-reduce exposed a step at batch 8 (0.17 s at half the
+# bandwidth), where 133 s needs 0.42 s. At batch 2 to 4 a slow link comes near, on the unfloored backward. Every rank going through all the samples gives 107 to 129 s from batch 8 up: what
 # "the same job" describes, not what the code does (01 counted). A measurement decides: the step on one
 # and two GPUs at the same batch, then the link: `nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv`
 # (x8/x8 is common with two cards), `nvidia-smi topo -m`, and `NCCL_DEBUG=INFO` (`via P2P/IPC` or `via SHM`).

@@ -2,14 +2,12 @@
 # # 07 · Diagnose your own run
 
 # %% [markdown]
-# **Your DDP run is no faster on 2 ranks than on 1: where does the time go, and what do you fix first?**
-# Measure first, then fix the largest cost. Here 2 CPU ranks ran slower than 1 (the speed-up is printed
-# below, measured here). The largest cost is every rank evaluating the whole test set: with evaluation a
-# share s of a 1-rank run, Amdahl caps 2 ranks at 1 / (s + (1 - s) / 2) one rank's speed, about 1.4x here
-# (modelled from the shares measured here); two ranks sharing two cores lose the rest. Giving each rank its
-# shard is the first fix. On a GPU, ask first
-# whether it is busy: on the recorded one-H200 run it was busy 6% of the traced steps (recorded, NVIDIA H200),
-# so the host set the pace, which only a profiler trace shows.
+# **Your DDP run is barely faster on 2 ranks than on 1: where does the time go, and what do you fix first?**
+# Measure, then fix the largest cost. Here 2 CPU ranks gain little, or lose on a busy machine (measured
+# below). The largest cost is every rank evaluating the whole test set: with evaluation a share s of a
+# 1-rank run, Amdahl caps 2 ranks at 1 / (s + (1 - s) / 2), about 1.4x here (modelled from measured
+# shares); two ranks on two cores lose more. Shard the evaluation first. On a GPU, ask first whether it
+# is busy: the recorded one-H200 run was busy 6% of the traced steps (recorded), so the host set the pace.
 
 # %% [markdown]
 # **What you will learn**: to time 1 against 2 ranks in the same rounds and rank the costs, by hand, with
@@ -350,12 +348,12 @@ print("the accumulated gradients", "equal" if same else "differ from", "the larg
 # %% [markdown]
 # ## Summary
 # - Time 1 and 2 ranks in the same rounds, and the work between the steps: here the evaluation every rank did
-#   in full capped 2 ranks near 1.4x one rank's speed, and two ranks on two shared cores lost the rest.
+#   in full capped 2 ranks near 1.4x one rank's speed, and two ranks on two shared cores lost more.
 # - Fix the largest cost first, then measure again at the run length and on the ranks you will use.
 # - On a GPU, believe a profiler trace over event timings when the GPU waits for its host (busy 6% here).
 # - Each tool answers one question: the profiler and HTA how busy the GPU was; `diagnose` and the doctor what
-#   cost the run its time; `TORCH_DISTRIBUTED_DEBUG=INFO` which parameters DDP waited for; `NCCL_DEBUG=INFO`
-#   and `nvidia-smi topo -m` which path the bytes take; the checklist the rest.
+#   cost the time; `TORCH_DISTRIBUTED_DEBUG=INFO` which parameters DDP waited for; `NCCL_DEBUG=INFO` and
+#   `nvidia-smi topo -m` the bytes' path.
 
 # %% [markdown]
 # ## Exercises
