@@ -215,7 +215,7 @@ def small_buckets(ms, run, setting) -> object:
     for x, e in zip(ms, exposed, strict=True):
         x["transfer"] -= e
     source = ("the all-reduce fit" if setting.per_call else
-              f"the quickest tenth of this run's smallest bucket ({least / 1024:.3g} KiB), bytes and all")
+              f"the quickest tenth of this run's smallest bucket ({(least or 0) / 1024:.3g} KiB), bytes and all")
     cost = (f"every extra call's fixed cost about {est:.3g} s ({extra} extra calls a step x {per_call * 1e3:.3g} "
             f"ms, {source}, over {syncs} steps)" if est is not None and per_call is not None
             else "the cost per call is unknown")
