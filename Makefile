@@ -55,15 +55,18 @@ lint: install-test
 	$(BIN)/python -m ruff check src tests scripts benchmarks notebooks/src
 	$(BIN)/python -m mypy
 
+# The tests in two processes (they wait on start-ups and timeouts as much as they compute), then the
+# notebooks one at a time: their verdicts are timings, which a second process beside them would move.
 test: install-test browser-deps lint
-	$(BIN)/python -m pytest $(NBVAL) tests notebooks
+	$(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest $(NBVAL) notebooks
 
 unit: install-test
-	$(BIN)/python -m pytest tests --ignore=tests/repo/test_browser.py
+	$(BIN)/python -m pytest -n 2 tests --ignore=tests/repo/test_browser.py
 
 # While editing: the unit tests without the slow multi-process ones (`make test` runs them all).
 quick: install-test
-	$(BIN)/python -m pytest tests --ignore=tests/repo/test_browser.py -m "not slow"
+	$(BIN)/python -m pytest -n 2 tests --ignore=tests/repo/test_browser.py -m "not slow"
 
 nbval: install-test
 	$(BIN)/python -m pytest $(NBVAL) notebooks

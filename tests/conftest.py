@@ -27,6 +27,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+_WORKER_TIMINGS: list = []  # the browser test's timings, sent by the pytest-xdist worker that ran it
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    import browser_support
+    _WORKER_TIMINGS.extend(getattr(node, "workeroutput", {}).get(browser_support.Timings.name, []))
+
+
+def pytest_terminal_summary(terminalreporter):
+    import browser_support
+    browser_support.show_timings(terminalreporter, _WORKER_TIMINGS)
+
+
 RUN_DIR_PREFIX = "ddp_lessons-"   # tempfile.mkdtemp(prefix=...) in launcher/parent.py
 GRACE_S = 5.0                    # time an exiting process or a closing launcher gets
 

@@ -549,8 +549,17 @@ class Timings:
     def add(self, what: str, text: str) -> None:
         self.rows.append((what, text))
 
+    def pytest_sessionfinish(self, session) -> None:
+        # under pytest-xdist this process is a worker: its rows go to the controller, which prints them
+        if hasattr(session.config, "workeroutput"):
+            session.config.workeroutput[self.name] = self.rows
+
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.rows:
-            terminalreporter.section("browser test timings")
-            for what, text in self.rows:
-                terminalreporter.write_line(f"{what}: {text}")
+        show_timings(terminalreporter, self.rows)
+
+
+def show_timings(terminalreporter, rows) -> None:
+    if rows:
+        terminalreporter.section("browser test timings")
+        for what, text in rows:
+            terminalreporter.write_line(f"{what}: {text}")

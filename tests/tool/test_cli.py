@@ -1,4 +1,4 @@
-"""`python -m ddp_lessons COMMAND`: every command starts in a fresh interpreter (an
+"""`python -m ddp_lessons COMMAND`: every command starts with the package imported fresh (an
 import cycle between a case module and its CLI shows only there), and every input
 error is a one-line usage message with exit status 2, given before any work."""
 
@@ -12,15 +12,41 @@ from ddp_lessons.tool import records
 from ddp_lessons.cli import commands
 
 
+# One interpreter imports torch (seconds), then forks a child per command, in which the package is
+# imported fresh and `python -m ddp_lessons COMMAND --help` runs as from a shell.
+_FORK_PER_COMMAND = r"""
+import os, runpy, sys
+import torch  # noqa: F401 - what every command imports; ddp_lessons itself is not imported here
+for command in sys.argv[1:]:
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        sys.argv = ["ddp_lessons", command, "--help"]
+        code = 0
+        try:
+            runpy.run_module("ddp_lessons", run_name="__main__", alter_sys=True)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException as e:
+            print(repr(e), file=sys.stderr)
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    print(f"\n=== {command} exit {os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}", flush=True)
+"""
+
+
 def test_every_command_parses_its_arguments():
-    # One fresh interpreter per command, all at once: each imports torch (seconds), so in turn they
-    # would take most of a minute on 2 cores.
-    procs = {c: subprocess.Popen([sys.executable, "-m", "ddp_lessons", c, "--help"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True) for c in sorted(commands())}
-    for command, proc in procs.items():
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, f"{command}: {err[-2000:]}"
-        assert f"usage: python -m ddp_lessons {command}" in out
+    names = sorted(commands())
+    out = subprocess.run([sys.executable, "-c", _FORK_PER_COMMAND, *names], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    parts = out.stdout.split("\n=== ")
+    for command, part in zip(names, parts, strict=False):
+        assert f"usage: python -m ddp_lessons {command}" in part, f"{command}: {out.stderr[-2000:]}"
+    ends = [p.splitlines()[0] for p in parts[1:]]
+    assert ends == [f"{c} exit 0" for c in names], (ends, out.stderr[-2000:])
 
 
 def test_unknown_command_is_refused_with_the_list():

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -66,11 +65,15 @@ def test_steps_end_a_long_run_cleanly_and_an_interrupt_keeps_what_was_measured(t
     # stopped inside the 6th opt.step(): the script prints each step after it, so step 5 is its last line
     assert doc.returncode == 0 and "step 5 loss" in doc.stdout and "step 6 loss" not in doc.stdout
     assert "stopped the command after 2 + 4 optimizer steps" in doc.stderr
-    env = {**os.environ, "DDP_LESSONS_RUNS": str(tmp_path / "runs")}
+    # unbuffered, so that the script's step lines arrive as it prints them
+    env = {**os.environ, "DDP_LESSONS_RUNS": str(tmp_path / "runs"), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "ddp_lessons", "doctor", "--", *TORCHRUN, str(SCRIPT),
                              "--steps", "5000"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(15)                        # the ranks are training by then (a loaded machine starts them slowly)
+    assert proc.stdout is not None
+    for line in proc.stdout:              # the ranks are training once the script has stepped 3 times
+        if line.startswith("step 3 loss"):
+            break
     assert proc.poll() is None
     os.killpg(proc.pid, signal.SIGINT)    # as a terminal's Ctrl-C reaches the whole group
     _, err = proc.communicate(timeout=120)
