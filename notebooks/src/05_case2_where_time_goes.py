@@ -3,10 +3,10 @@
 
 # %% [markdown]
 # **Where does the posted test's time go, and do three ranks win its 200 epochs on this machine?** No, on
-# two CPU cores: an epoch on three ranks (a third of the samples each) is about as long as the one-process
-# epoch (measured here), while Lightning's 3-rank launch costs about 3 s more, once (recorded in notebook
-# 04); to win, their epoch would have to fall below about 89% of one process's (modelled; the verdict below
-# carries this run's figures). Every rank pays host work in every step: data drawn per item,
+# two CPU cores, and narrowly: an epoch on three ranks (a third of the samples each) is about as long as
+# the one-process epoch on quiet cores and longer on busy ones (measured here), while Lightning's 3-rank
+# launch costs about 3 s more, once (recorded in notebook 04); to win, their epoch would have to fall below
+# about 89% of one process's (modelled). Every rank pays host work in every step: data drawn per item,
 # `self.log`, the NVML block (about 1 ms a step on one H200, recorded).
 
 # %% [markdown]
@@ -36,7 +36,7 @@ from ddp_lessons.cases import case2
 from ddp_lessons.cases.case2.exercises import check
 
 torch.set_num_threads(1)  # one thread per process, as each launched rank gets on 2 cores
-opts = case2.Options(epochs=9, nvml="off" if case2.nvml.error() else "step")  # 8 epochs after the first
+opts = case2.Options(epochs=17, nvml="off" if case2.nvml.error() else "step")  # 16 epochs after the first
 where = place(3)
 print(where.describe())
 
@@ -98,9 +98,12 @@ print(f"break-even: 3 ranks win if their epoch is under {1 - extra / (p['epochs'
       "of one process's")
 
 # %% [markdown]
-# Whether the 3-rank epochs clear that break-even, over the epochs' spread (quartile bounds):
+# Whether the 3-rank epochs clear that break-even, over the epochs' spread (quartile bounds). On two quiet
+# cores the two epochs come within about a tenth of each other, where the break-even asks for a tenth less:
+# from run to run this comes out "they lose" or "cannot tell", so nbval does not compare it.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 case2.CLAIMS.decide("three_ranks_lose_the_posts_run", *case2.breakeven_bounds(one_epochs, rank_epochs, extra)).show();
 
 # %% [markdown]
