@@ -55,14 +55,11 @@ lint: install-test
 	$(BIN)/python -m ruff check src tests scripts benchmarks notebooks/src
 	$(BIN)/python -m mypy
 
-# The tests, and the notebooks that print no verdict nbval compares, in two processes (a notebook's cells
-# stay in one: --dist loadfile); then the notebooks whose compared verdicts are timings, one at a time.
-# (Read when the recipe runs, after the install; were the list to fail, the second run takes every notebook.)
-NB_BESIDE = $(shell $(BIN)/python scripts/notebooks.py list --verdicts none)
-NB_ALONE  = $(shell $(BIN)/python scripts/notebooks.py list --verdicts compared)
+# The tests in two processes (they wait on start-ups and timeouts as much as they compute), then the
+# notebooks one at a time: their verdicts are timings, which a second process beside them would move.
 test: install-test browser-deps lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(NBVAL) tests $(NB_BESIDE)
-	$(BIN)/python -m pytest $(NBVAL) $(or $(NB_ALONE),notebooks)
+	$(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest $(NBVAL) notebooks
 
 unit: install-test
 	$(BIN)/python -m pytest -n 2 tests --ignore=tests/repo/test_browser.py

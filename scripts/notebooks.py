@@ -12,7 +12,6 @@ jupytext's bookkeeping.
 
     python scripts/notebooks.py build [NAME ...]   # every notebook by default
     python scripts/notebooks.py check              # sources and notebooks agree
-    python scripts/notebooks.py list --verdicts none|compared   # for `make test` (below)
 
 `make notebooks` runs the first. It is the only way reference outputs are made.
 """
@@ -107,26 +106,6 @@ def check() -> int:
     return bad
 
 
-def compares_a_verdict(nb) -> bool:
-    """Whether nbval compares a verdict line of this stored notebook: a timing that must come out as stored.
-    `make test` runs the notebooks without one beside the tests, and those with one alone."""
-    for cell in nb.cells:
-        if cell.cell_type != "code" or "NBVAL_IGNORE_OUTPUT" in cell.source or "NBVAL_SKIP" in cell.source:
-            continue
-        for out in cell.get("outputs", []):
-            stream = out.get("output_type") == "stream"
-            text = out.get("text", "") if stream else out.get("data", {}).get("text/plain", "")
-            if any(line.startswith("verdict:") for line in "".join(text).splitlines()):
-                return True
-    return False
-
-
-def listed(which: str) -> list[str]:
-    paths = sorted(NB_DIR.glob("*.ipynb"))
-    return [str(p.relative_to(ROOT)) for p in paths
-            if compares_a_verdict(nbformat.read(p, as_version=4)) == (which == "compared")]
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -134,14 +113,9 @@ def main(argv=None) -> int:
     b.add_argument("names", nargs="*", help="notebook names (default: all)")
     b.add_argument("--timeout", type=int, default=300, help="seconds per cell")
     sub.add_parser("check")
-    ls = sub.add_parser("list", help="the stored notebooks with or without a verdict nbval compares")
-    ls.add_argument("--verdicts", choices=("none", "compared"), required=True)
     args = p.parse_args(argv)
     if args.cmd == "check":
         return 1 if check() else 0
-    if args.cmd == "list":
-        print(" ".join(listed(args.verdicts)))
-        return 0
     names = [Path(n).stem for n in args.names] or [s.stem for s in sorted(SRC_DIR.glob("*.py"))]
     for name in names:
         print(f"{name}: {build(name, args.timeout):.1f} s", flush=True)

@@ -124,14 +124,3 @@ def test_at_most_one_verdict_a_section_and_prose_that_says_what_happened(path):
     prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown").lower()
     deferring = [p for p in DEFERRING if p in prose]
     assert not deferring, f"prose that defers to a verdict instead of saying what happened: {deferring}"
-
-
-def test_a_notebook_compares_a_verdict_only_where_nbval_compares_its_cell():
-    def nb(source):
-        cell = nbformat.v4.new_code_cell(source, outputs=[nbformat.v4.new_output(
-            "stream", name="stdout", text="numbers 1 2\nverdict: On this machine it holds.\n")])
-        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("verdict: prose"), cell])
-    assert build.compares_a_verdict(nb("x.show()"))
-    assert not build.compares_a_verdict(nb("# NBVAL_IGNORE_OUTPUT\nx.show()"))
-    assert {p.split("/")[-1] for p in build.listed("none")} | {p.split("/")[-1] for p in build.listed("compared")} \
-        == {f"{n}.ipynb" for n in NAMES}
