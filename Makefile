@@ -55,11 +55,10 @@ lint: install-test
 	$(BIN)/python -m ruff check src tests scripts benchmarks notebooks/src
 	$(BIN)/python -m mypy
 
-# The tests in two processes (they wait on start-ups and timeouts as much as they compute), then the
-# notebooks one at a time: their verdicts are timings, which a second process beside them would move.
+# Tests and notebooks in two processes (--dist loadfile keeps a notebook's cells in one kernel, in order).
+# A notebook's compared verdicts must come out as stored on a loaded machine: `make verdicts HOG=2` checks.
 test: install-test browser-deps lint
-	$(BIN)/python -m pytest -n 2 tests
-	$(BIN)/python -m pytest $(NBVAL) notebooks
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(NBVAL) tests notebooks
 
 unit: install-test
 	$(BIN)/python -m pytest -n 2 tests --ignore=tests/repo/test_browser.py

@@ -176,6 +176,9 @@ def test_make_test_runs_every_test_and_every_notebook():
     paths = [a for args in runs for a in args if not a.startswith("-") and "/" not in a or a.endswith(".py")]
     assert {"tests", "notebooks"} <= set(paths), runs
     assert any("--nbval" in args and "notebooks" in args for args in runs), runs
+    for args in runs:  # in several processes a notebook's cells must stay in one kernel, in order
+        if "--nbval" in args and "-n" in args:
+            assert args[args.index("--dist") + 1] in ("loadfile", "loadscope"), args
     for args in runs:  # CI runs everything: no marker or keyword left out, and what one run ignores another runs
         assert not {"-m", "-k", "--deselect"} & set(args), args
         ignored = [a.split("=", 1)[1] for a in args if a.startswith("--ignore=")]
