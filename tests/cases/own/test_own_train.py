@@ -54,6 +54,17 @@ def test_the_standalone_script_never_imports_the_package_and_is_copied_under_its
     assert isinstance(path, str) and Path(path) == tmp_path / "train.py"
 
 
+@pytest.mark.parametrize("gpus, ranks, want", [(0, 2, ("gloo", "cpu")), (1, 2, ("gloo", "cpu")),
+                                               (2, 2, ("nccl", "cuda:1")), (1, 1, ("nccl", "cuda:1"))])
+def test_the_standalone_script_takes_a_gpu_per_rank_or_else_cpus(monkeypatch, gpus, ranks, want):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(ranks))
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert standalone.placement() == want
+
+
 def test_the_standalone_script_trains_and_evaluates_as_one_process(tmp_path, capfd):
     standalone.main(epochs=2, train_size=32, test_size=64, batch=16)
     out = capfd.readouterr().out.splitlines()

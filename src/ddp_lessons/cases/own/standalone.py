@@ -16,6 +16,16 @@ def copy_to(folder) -> str:
     return str(shutil.copy(__file__, Path(folder) / "train.py"))
 
 
+def placement() -> tuple[str, str]:
+    """(backend, device) of this rank: a GPU per rank with NCCL, or CPUs with gloo where this host has fewer
+    GPUs than ranks (2 ranks on a one-GPU box). Defined in notebook 07_diagnose_your_own_run."""
+    import torch
+    ranks, local = int(os.environ.get("LOCAL_WORLD_SIZE", 1)), os.environ.get("LOCAL_RANK", "0")
+    if torch.cuda.is_available() and torch.cuda.device_count() >= ranks:
+        return "nccl", f"cuda:{local}"
+    return "gloo", "cpu"
+
+
 def main(epochs: int = 5, train_size: int = 128, test_size: int = 1024, batch: int = 16) -> None:
     import torch
     import torch.distributed as dist
@@ -25,10 +35,11 @@ def main(epochs: int = 5, train_size: int = 128, test_size: int = 1024, batch: i
     from torch.utils.data.distributed import DistributedSampler
 
     ddp = "RANK" in os.environ
+    backend, device = placement()
     if ddp:
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group(backend)
     rank = dist.get_rank() if ddp else 0
-    dev = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
     if dev.type == "cuda":
         torch.cuda.set_device(dev)   # without it every rank would make a CUDA context on GPU 0
     torch.manual_seed(0)
