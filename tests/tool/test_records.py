@@ -114,3 +114,12 @@ def test_a_records_line_names_its_commit_an_uncommitted_tree_and_another_torch()
     rec["machine"]["torch"] = torch.__version__
     assert records.describe_machine(rec).endswith("at no recorded commit")
     assert records.describe_machine(dict(rec, live=True)).endswith("measured live in this run")
+
+
+def test_a_saved_record_names_paths_inside_the_checkout_relative_to_it(tmp_path):
+    from ddp_lessons.tool.paths import REPO
+    rec = records.make_record("t", {"cmd": [str(REPO / ".venv" / "bin" / "torchrun"), "/elsewhere/x.py"]},
+                              {"argv": (str(REPO / "src" / "s.py"), "--n", 2)})
+    back = records.load(records.save(rec, "t", runs_dir=tmp_path))
+    assert back["config"]["cmd"] == [".venv/bin/torchrun", "/elsewhere/x.py"]
+    assert back["results"]["argv"] == ["src/s.py", "--n", 2]

@@ -159,7 +159,7 @@ def save(record: dict, name: str, runs_dir=None, overwrite: bool = False) -> Pat
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=True, default=_jsonable)
+            json.dump(in_repo_terms(record), f, indent=1, sort_keys=True, default=_jsonable)
             f.write("\n")
         if overwrite:
             os.replace(tmp, path)
@@ -172,6 +172,22 @@ def save(record: dict, name: str, runs_dir=None, overwrite: bool = False) -> Pat
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def in_repo_terms(obj):
+    """`obj` with every string that is a path inside this checkout made relative to it: a record names
+    no folder of the machine that made it (".venv/bin/torchrun", not "/home/me/ddp-lessons/...").
+    From an installed package (no checkout around it) `obj` as it is."""
+    if not (REPO / "pyproject.toml").is_file() or not (REPO / "src" / "ddp_lessons").is_dir():
+        return obj
+    prefix = f"{REPO}{os.sep}"
+    if isinstance(obj, str):
+        return obj[len(prefix):] if obj.startswith(prefix) else obj
+    if isinstance(obj, dict):
+        return {k: in_repo_terms(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [in_repo_terms(v) for v in obj]
+    return obj
 
 
 def _jsonable(obj):
