@@ -16,14 +16,12 @@ import json
 import os
 import statistics
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 from ddp_lessons.tool import records, spread
 from ddp_lessons.tool.doctor import command
 
-HERE = Path(__file__).resolve().parent
+from benchlib.rounds import interleaved, knobs_command  # this folder is on the path: run as a script
+
 TIMEOUT_S = 120.0   # a run takes seconds; past this it hangs
 PLAIN = ["--bucket-cap-mb", "25", "--predecode", "--find-unused", "0"]
 
@@ -68,15 +66,10 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     a = p.parse_args()
-    torchrun = str(Path(sys.executable).parent / "torchrun")
-    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", str(HERE / "workloads" / "knobs.py"), *PLAIN]
-    runs, t0 = {"plain": [], "doctor": []}, time.time()
-    for r, row in enumerate(spread.interleave(["plain", "doctor"], a.rounds)):
-        for which in row:
-            runs[which].append(run_once(which, cmd))
-        print(r, {k: round(v[-1]["loop_s"] or 0, 3) for k, v in runs.items()}, flush=True)
+    cmd = knobs_command(*PLAIN)
+    runs, elapsed = interleaved(["plain", "doctor"], a.rounds, lambda which: run_once(which, cmd))
     cmp = spread.compare_rounds([x["loop_s"] for x in runs["plain"]], [x["loop_s"] for x in runs["doctor"]])
-    res = {"runs": runs, "compare": cmp, "elapsed_s": time.time() - t0,
+    res = {"runs": runs, "compare": cmp, "elapsed_s": elapsed,
            "median_cost": cmp["median_ratio"] - 1 if cmp["median_ratio"] else None,
            "hook_s_median": statistics.median(h for x in runs["doctor"] for h in x["hook_s"] or [] if h is not None)}
     print(f"doctor / plain loop time per round: median {cmp['median_ratio']:.3f}, {cmp['min_ratio']:.3f} .. "

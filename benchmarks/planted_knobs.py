@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 from ddp_lessons import Run, diagnose
@@ -26,6 +25,7 @@ from ddp_lessons.tool.doctor import command, confirm
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from benchlib.rounds import interleaved, knobs_command  # noqa: E402
 from doctor_cost import loop_seconds  # noqa: E402
 
 CAUSES = {"small buckets": C.SMALL_BUCKETS, "per-sample decoding": C.DATA,
@@ -93,14 +93,9 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     a = p.parse_args()
-    torchrun = str(Path(sys.executable).parent / "torchrun")
-    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", str(HERE / "workloads" / "knobs.py")]
-    runs, t0 = {n: [] for n in SETUPS}, time.time()
-    for r, row in enumerate(spread.interleave(list(SETUPS), a.rounds)):
-        for name in row:
-            runs[name].append(one(cmd, name))
-        print(r, {n: round(v[-1]["loop_s"] or 0, 2) for n, v in runs.items()}, flush=True)
-    res = {"runs": runs, "summary": summary(runs), "elapsed_s": time.time() - t0}
+    cmd = knobs_command()
+    runs, elapsed = interleaved(SETUPS, a.rounds, lambda name: one(cmd, name))
+    res = {"runs": runs, "summary": summary(runs), "elapsed_s": elapsed}
     s = res["summary"]
     for n, v in s["saved"].items():
         print(f"{n:38s} {v['verdict']}")
