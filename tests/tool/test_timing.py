@@ -443,3 +443,57 @@ def test_a_batch_fetched_mid_step_is_its_data_wait_and_the_buckets_tensors_are_k
     tensors = res["model"]["bucket_tensors"]
     assert len(tensors) >= 2 and sum(map(sum, tensors)) == res["model"]["grad_bytes"]
     assert res["model"]["find_unused_parameters"] is False and res["kind"] == "ddp-lessons/step-timer"
+
+
+# A fresh interpreter, world size 1: a timed DDP model trains, the script frees the timer and the model,
+# then destroys the group. The reducer (C++) holds the timing hook's state: if that were the timer (which
+# holds the model), the cycle would hide from Python's collector, and the group with gloo's threads would
+# live to the interpreter's exit, where torch 2.13 aborts a rank now and then.
+_FREED = """
+import gc, os, socket, weakref
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1")
+from ddp_lessons.tool import runtime
+from ddp_lessons.tool.timing import StepTimer
+import torch
+import torch.distributed as dist
+runtime.init_from_env("gloo")
+group = weakref.ref(dist.distributed_c10d._get_default_group())
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+timer = StepTimer(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    with timer.phase("forward"):
+        loss = model(torch.randn(4, 8)).sum()
+    timer.finish_step(loss, opt)
+steps = len(timer.result()["steps"])
+del timer, model, opt, loss
+dist.destroy_process_group()
+print("steps", steps, "group freed:", group() is None)
+"""
+
+
+def test_freeing_the_timer_and_its_model_frees_the_process_group():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _FREED], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "steps 3 group freed: True" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_the_timing_hook_sends_as_the_timer_did_once_the_timer_is_gone():
+    from ddp_lessons.tool.timing.comm import HookState, timed_comm_hook
+    sent = []
+
+    def send(state, bucket):
+        sent.append((state, bucket))
+        return "future"
+
+    class Timer:
+        state, _send = "group", staticmethod(send)
+    t = Timer()
+    hs = HookState(t)
+    del t
+    assert timed_comm_hook(hs, "bucket") == "future" and sent == [("group", "bucket")]

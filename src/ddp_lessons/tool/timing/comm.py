@@ -4,17 +4,35 @@ flight recorder (see `timing.timer` and `timing.light`)."""
 
 from __future__ import annotations
 
+import weakref
 
-def timed_comm_hook(timer, bucket):
+
+class HookState:
+    """The timing hook's state, which DDP's reducer keeps: the timer through a weak reference, and what
+    to send with once the timer is gone. The reducer (C++) holds its hook's state, and the timer holds
+    the model: with the timer as the state, model and timer would hold each other through C++, where
+    Python's collector cannot see, and the model, its process group and gloo's threads would live until
+    the interpreter's exit however the script freed them (where torch 2.13's gloo can abort the rank)."""
+    __slots__ = ("timer", "send", "state")
+
+    def __init__(self, timer):
+        self.timer = weakref.ref(timer)
+        self.send, self.state = timer._send, timer.state
+
+
+def timed_comm_hook(state, bucket):
     """DDP communication hook: run the timer's hook on the bucket and time it.
 
     A plain function because DDP reads the hook's `__name__`, and its second
-    parameter must be called `bucket`. Registered by `StepTimer` with the
-    timer as state. Bytes sent: the bucket's buffer as the inner hook leaves
+    parameter must be called `bucket`. Registered by `StepTimer` with a
+    `HookState` of the timer as state. Bytes sent: the bucket's buffer as the inner hook leaves
     it (torch's compress wrappers, used by `hooks.compression_hook`, swap in
     the cast buffer; a hook that sends a buffer of its own, such as torch's
-    PowerSGD, is counted at its gradients' size).
+    PowerSGD, is counted at its gradients' size). `state`: a `HookState` (or the timer).
     """
+    timer = state.timer() if isinstance(state, HookState) else state
+    if timer is None:   # the timer was freed, the model trains on: send as the timer would have
+        return state.send(state.state, bucket)
     ready = timer.clock.mark()
     grad_bytes = _nbytes(bucket.buffer())
     n = len(timer._steps)

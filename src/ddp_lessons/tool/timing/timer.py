@@ -16,7 +16,7 @@ from ..hooks import allreduce_hook
 from . import context, light
 from .account import account, run_info, startup_since
 from .clocks import HostClock, cuda_clock
-from .comm import _register, light_numbers, timed_comm_hook
+from .comm import HookState, _register, light_numbers, timed_comm_hook
 from .marks import step_numbers
 from .steps import StepMarks
 from .sync import CommonClock, ready_time
@@ -104,7 +104,7 @@ class StepTimer(StepMarks):
         self.times_comm = enabled and time_comm and (ddp_model is not None or model is None)
         self._steps, self._buckets, self._outside = [], [], []
         self._outside_depth = self._unfinished = 0
-        self._ddp = self._fr = self._loader = self._tensor_step = None
+        self._ddp = self._fr = self._loader = self._tensor_step = self._hook_state = None
         self._tensor_rows = {}                   # bytes of each tensor per bucket, from one step (mode "full")
         self._handles = []
         self._epochs, self._pass_starts = 0, []  # passes of timer.data over a loader, and their first steps
@@ -132,8 +132,15 @@ class StepTimer(StepMarks):
         """(state, hook) to register on the DDP model: the timing hook around
         the given hook (mode "full"), the given hook alone otherwise, or (None, None)."""
         if self.times_comm and self.mode == "full":
-            return self, timed_comm_hook
+            self._hook_state = HookState(self)
+            return self._hook_state, timed_comm_hook
         return self.state, self.hook
+
+    def _wrap(self, hook, state) -> None:
+        """Send with `hook` and `state` (a hook the script registers after the timer, mode "full")."""
+        self.hook, self.state, self._send = hook, state, hook
+        if self._hook_state is not None:
+            self._hook_state.send, self._hook_state.state = hook, state
 
     def finish_step(self, loss, optimizer):
         """The rest of a plain training step, timed: `loss.backward()`, `optimizer.step()`,
