@@ -34,9 +34,15 @@ def _ours_in_tmp() -> set:
 @pytest.mark.slow
 def test_a_script_that_never_imports_the_package_is_diagnosed_and_its_output_passes_through(tmp_path):
     before = _ours_in_tmp()
-    plain = _run([*TORCHRUN, str(SCRIPT)], tmp_path)
-    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--steps", "20", "--", *TORCHRUN, str(SCRIPT)], tmp_path)
-    assert plain.returncode == doc.returncode == 0, doc.stderr[-3000:]
+    plain = _run([*TORCHRUN, str(SCRIPT), "--say-group-freed"], tmp_path)
+    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--steps", "20", "--", *TORCHRUN, str(SCRIPT),
+                "--say-group-freed"], tmp_path)
+    assert plain.returncode == doc.returncode == 0, plain.stderr[-3000:] + doc.stderr[-3000:]
+    # the doctor lets go of the model at destroy_process_group, so the group is freed there as it is
+    # without the doctor, and no gloo thread runs on into the interpreter's exit
+    for r in (0, 1):
+        freed = f"rank {r}: group freed by destroy_process_group: True"
+        assert plain.stderr.count(freed) == doc.stderr.count(freed) == 1, plain.stderr[-2000:] + doc.stderr[-2000:]
     assert doc.stdout == plain.stdout and "eval" in plain.stdout          # the script's output, unchanged
     err = doc.stderr
     assert "2 rank(s) timed" in err and "1. work outside the steps: evaluation" in err, err[-4000:]
@@ -56,6 +62,19 @@ def test_the_exit_status_and_a_single_process_pass_through(tmp_path):
                 "--steps", "6"], tmp_path)
     assert doc.returncode == 3, doc.stderr[-2000:]
     assert "1 rank(s) timed" in doc.stderr and "world size 1" in doc.stderr   # a plain model, no DDP
+    assert "the failure came at exit, after the training" in doc.stderr       # exit 3 came after its last step
+
+
+def test_a_script_that_raises_while_training_is_not_said_to_have_failed_at_exit(tmp_path):
+    script = tmp_path / "raises.py"
+    script.write_text("import torch\nm = torch.nn.Linear(8, 8)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                      "for i in range(8):\n    m(torch.randn(4, 8)).sum().backward()\n    opt.step()\n"
+                      "    opt.zero_grad()\n    if i == 6:\n        raise RuntimeError('boom')\n")
+    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--", sys.executable, str(script)], tmp_path)
+    assert doc.returncode == 1 and "RuntimeError: boom" in doc.stderr and "1 rank(s) timed" in doc.stderr
+    assert "failure came at exit" not in doc.stderr
+    (rec,) = (tmp_path / "runs").glob("doctor-raises-*.json")
+    assert '"reason": "the script raised RuntimeError"' in rec.read_text()
 
 
 @pytest.mark.slow

@@ -4,11 +4,13 @@ Runs under torchrun (gloo on CPUs) or as one process. Prints one line per optimi
 
 import argparse
 import os
+import sys
+import weakref
 
 import torch
 import torch.distributed as dist
-import torch.distributed.nn  # noqa: F401 - before the process group: imported later (by DDP), it can abort the
-from torch import nn         # process at exit now and then (gloo's threads outlive destroy_process_group)
+import torch.distributed.nn  # noqa: F401 - before the group: imported after it (by DDP), its default arguments hold
+from torch import nn         # the group for the rest of the process and destroy_process_group cannot free it
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
@@ -19,6 +21,8 @@ p.add_argument("--no-sync", action="store_true", help="accumulate under no_sync 
 p.add_argument("--eval-every", type=int, default=4)
 p.add_argument("--eval-size", type=int, default=40000)
 p.add_argument("--exit-code", type=int, default=0)
+p.add_argument("--say-group-freed", action="store_true", help="after destroy_process_group, say on stderr "
+               "whether the group was freed (it is, unless something still holds it)")
 args = p.parse_args()
 
 ddp = "RANK" in os.environ
@@ -55,5 +59,14 @@ for i, (x, y) in enumerate(loader):
                     pred = (model.module if ddp else model)(test).argmax(1)
                 print(f"eval {int(pred.sum())}")
 if ddp:
+    # Nothing may hold the group when it is destroyed (the DDP model does, and the no_sync context that
+    # names it): then destroy_process_group frees it and joins gloo's threads. Left running into the
+    # interpreter's exit, a thread freeing the last all-reduce's work (which holds a Python object from
+    # the backward) needs the GIL there, and torch 2.13 aborts the rank now and then: "terminate called
+    # without an active exception" (pytorch/pytorch#190489).
+    del model, sync
+    group = weakref.ref(dist.distributed_c10d._get_default_group())
     dist.destroy_process_group()
+    if args.say_group_freed:
+        print(f"rank {rank}: group freed by destroy_process_group: {group() is None}", file=sys.stderr)
 raise SystemExit(args.exit_code)

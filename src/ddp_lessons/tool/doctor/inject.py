@@ -16,6 +16,7 @@ import inspect
 import json
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -227,6 +228,12 @@ def _drop_global():
         _GLOBAL.handles = []
 
 
+def _ended() -> str:
+    """How the script ended, read at exit: an uncaught exception is left in sys.last_value by then."""
+    exc = getattr(sys, "last_value", None)
+    return f"the script raised {type(exc).__name__}" if isinstance(exc, Exception) else "the script ended"
+
+
 def _save_and_exit():
     import torch
     import torch.distributed as dist
@@ -247,7 +254,7 @@ def _save_and_exit():
         REC.finish("the script destroyed its process group")
         return destroy(*args, **kwargs)
     dist.destroy_process_group = destroy_process_group
-    atexit.register(lambda: REC.finish("the script ended"))
+    atexit.register(lambda: REC.finish(_ended()))
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None) and threading.current_thread() is \
             threading.main_thread():
         def term(signum, frame):

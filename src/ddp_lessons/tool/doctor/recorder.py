@@ -43,6 +43,8 @@ class Recorder:
     def attach(self, ddp) -> None:
         """A DDP model was built: time it (the first one; a second is noted, not timed)."""
         from ddp_lessons.tool.timing import StepTimer
+        if self.finished:
+            return
         if self.timer is not None:
             self.notes.append("a second DistributedDataParallel model was built: only the first is timed")
             return
@@ -53,12 +55,13 @@ class Recorder:
 
     def adopt_hook(self, state, hook) -> None:
         """The script registers its own comm hook: the timer's hook wraps it (mode "full")."""
-        t = self.timer
-        t.hook, t.state, t._send = hook, state, hook
+        self.timer._wrap(hook, state)
 
     def plain(self, module) -> None:
         """A model trained without DDP (a 1-process baseline): time its steps, phases and waits only."""
         from ddp_lessons.tool.timing import StepTimer
+        if self.finished:
+            return
         self.timer = StepTimer(module, collectives=False)
         self._own_optimizer_hook()
         self.model = module
@@ -193,3 +196,7 @@ class Recorder:
         with open(tmp, "w") as f:
             json.dump(result, f, default=str)
         os.replace(tmp, path)
+        # Let go of the model (and through DDP, its process group): a script that frees its model before
+        # destroy_process_group frees the group there and ends without gloo's threads, as it does alone.
+        self.timer = self.model = None
+        self.models = []

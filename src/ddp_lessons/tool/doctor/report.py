@@ -14,7 +14,7 @@ def text(up) -> str:
         return "\n".join([head, "  no rank was timed: the command built no DistributedDataParallel model and "
                           "trained no model the doctor could see (or it ended before its first step); its own "
                           "output says why"])
-    lines = [head + f", {len(up.run)} rank(s) timed", str(up.diagnosis)]
+    lines = [head + f", {len(up.run)} rank(s) timed", _failed_at_exit(up), str(up.diagnosis)]
     code = [f for f in up.diagnosis.findings if f.needs_code]
     if code:
         lines.append("fixes that need your code:")
@@ -42,3 +42,21 @@ def text(up) -> str:
     if up.record:
         lines.append(f"saved {up.record} (python -m ddp_lessons diagnose and whatif read it)")
     return "\n".join(x for x in lines if x)
+
+
+ENDED = ("the script destroyed its process group", "the script ended", "stopped after --steps")
+
+
+def _failed_at_exit(up) -> str:
+    """A command that failed after every rank had reached its script's end: the training ran whole."""
+    reasons = [(r.timer.get("doctor") or {}).get("reason") for r in up.run]
+    if up.returncode == 0 or up.interrupted or len(reasons) < up.run.world_size or \
+            not all(x in ENDED for x in reasons):
+        return ""
+    return ("  every rank reached the end of its script before the command failed: the failure came at exit, "
+            "after the training, and the diagnosis covers the whole run. One such failure: torch's gloo aborts a "
+            "rank at exit (\"terminate called without an active exception\", pytorch/pytorch#190489) when its "
+            "threads outlive the script. Nothing may hold the group when it is destroyed: `import "
+            "torch.distributed.nn` before init_process_group (imported after it, by DDP, its default arguments "
+            "hold the group) and `del` the DDP model before destroy_process_group, which then frees the group "
+            "and ends its threads")
