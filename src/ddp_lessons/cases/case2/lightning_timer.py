@@ -123,7 +123,7 @@ class TimedDDPStrategy(DDPStrategy):
 
 
 def timed_strategy(callback: StepTimerCallback, **kwargs) -> TimedDDPStrategy:
-    """`TimedDDPStrategy(ddp_comm_state=timer, ddp_comm_hook=timed_comm_hook)`: the
-    timer's hook around the callback's `hook` (`StepTimer.comm_hook()`)."""
+    """`TimedDDPStrategy(ddp_comm_state=state, ddp_comm_hook=hook)` with the pair
+    `StepTimer.comm_hook()` gives: the timer's hook around the callback's `hook`."""
     state, hook = callback.timer.comm_hook()
     return TimedDDPStrategy(ddp_comm_state=state, ddp_comm_hook=hook, **kwargs)

@@ -163,7 +163,7 @@ def _optimizer():
 def _after_step():
     REC.optimizer(False)
     if REC.stopping and not REC.finished:
-        REC.finish("stopped after --steps")
+        REC.finish(REC.STOPPED)
         _stop()
 
 
@@ -230,8 +230,9 @@ def _drop_global():
 
 def _ended() -> str:
     """How the script ended, read at exit: an uncaught exception is left in sys.last_value by then."""
+    assert REC is not None
     exc = getattr(sys, "last_value", None)
-    return f"the script raised {type(exc).__name__}" if isinstance(exc, Exception) else "the script ended"
+    return f"the script raised {type(exc).__name__}" if isinstance(exc, Exception) else REC.ENDED
 
 
 def _save_and_exit():
@@ -251,7 +252,7 @@ def _save_and_exit():
 
     @functools.wraps(destroy)
     def destroy_process_group(*args, **kwargs):
-        REC.finish("the script destroyed its process group")
+        REC.finish(REC.DESTROYED)
         return destroy(*args, **kwargs)
     dist.destroy_process_group = destroy_process_group
     atexit.register(lambda: REC.finish(_ended()))

@@ -22,6 +22,12 @@ CHECKPOINT = "checkpoint (torch.save)"
 
 
 class Recorder:
+    # why a rank's result was written (its "reason") where the script reached its end; else it raised
+    # ("the script raised RuntimeError") or was terminated
+    DESTROYED, ENDED, STOPPED = ("the script destroyed its process group", "the script ended",
+                                 "stopped after --steps")
+    REACHED_END = (DESTROYED, ENDED, STOPPED)
+
     def __init__(self, out_dir: str, steps: int | None = None, warmup: int = 3):
         self.out_dir, self.steps, self.warmup = out_dir, steps, warmup
         self.pid = os.getpid()

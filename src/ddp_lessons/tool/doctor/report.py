@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shlex
 
+from .recorder import Recorder
+
 
 def text(up) -> str:
     head = (f"doctor: {shlex.join(up.command)}: exit status {up.returncode}"
@@ -26,7 +28,7 @@ def text(up) -> str:
     lines.append(f"the doctor's own hooks: {calls} calls, {cost * 1e3:.3g} ms of host time on the busiest rank "
                  f"({cost / window:.1%} of its window); on CPUs it times the all-reduce with a comm hook around "
                  "DDP's (benchmarks/doctor_cost.py records what it costs a step)" if window else "")
-    stopped = [x.get("reason") for x in d if x.get("reason") == "stopped after --steps"]
+    stopped = [x.get("reason") for x in d if x.get("reason") == Recorder.STOPPED]
     if stopped:
         lines.append(f"stopped the command after {up.settings['warmup']} + {up.settings['steps']} optimizer steps "
                      "(--steps): its output ends there")
@@ -44,14 +46,11 @@ def text(up) -> str:
     return "\n".join(x for x in lines if x)
 
 
-ENDED = ("the script destroyed its process group", "the script ended", "stopped after --steps")
-
-
 def _failed_at_exit(up) -> str:
     """A command that failed after every rank had reached its script's end: the training ran whole."""
     reasons = [(r.timer.get("doctor") or {}).get("reason") for r in up.run]
     if up.returncode == 0 or up.interrupted or len(reasons) < up.run.world_size or \
-            not all(x in ENDED for x in reasons):
+            not all(x in Recorder.REACHED_END for x in reasons):
         return ""
     return ("  every rank reached the end of its script before the command failed: the failure came at exit, "
             "after the training, and the diagnosis covers the whole run. One such failure: torch's gloo aborts a "
