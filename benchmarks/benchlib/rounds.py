@@ -17,12 +17,12 @@ def knobs_command(*args: str) -> list[str]:
     return [torchrun, "--standalone", "--nproc_per_node", "2", str(WORKLOAD), *args]
 
 
-def interleaved(names, rounds: int, run_one) -> tuple[dict, float]:
-    """{name: [run_one(name) per round]} in interleaved order (A B, B A, ...), each round's loop times
-    printed as it ends; and the seconds it all took."""
+def interleaved(names, rounds: int, run_one, key: str = "loop_s") -> tuple[dict, float]:
+    """{name: [run_one(name) per round]} in interleaved order (A B, B A, ...), each round's `key` printed
+    as it ends; and the seconds it all took."""
     runs, t0 = {n: [] for n in names}, time.time()
     for r, row in enumerate(spread.interleave(list(names), rounds)):
         for name in row:
             runs[name].append(run_one(name))
-        print(r, {n: round(v[-1]["loop_s"] or 0, 3) for n, v in runs.items()}, flush=True)
+        print(r, {n: v[-1].get(key) and round(v[-1][key], 5) for n, v in runs.items()}, flush=True)
     return runs, time.time() - t0

@@ -25,12 +25,13 @@ def _at(v, rank, step=0):
 def simulate(world=2, n=20, *, data=0.0, forward=0.02, bwd=0.02, opt=0.005, transfer=0.0, between=0.0,
              outside=(), startup=0.1, before=0.01, after=0.0, micro=1, no_sync=True, buckets=None,
              device="cpu", batch=32, threads=1, cores=8, host="box", loader=None, model=None, comm="hook",
-             mode="full", waits=True, allreduce=None, passes=None):
+             mode="full", waits=True, allreduce=None, passes=None, collectives=0.0):
     """Every rank's timer result. `outside`: (rank, after_step, name, seconds) tuples; `micro`:
     micro-steps per optimizer step (`no_sync`: all but the last skip the all-reduce); `buckets`: a list
     of (bytes, ready as a fraction of the backward, seconds to send) per all-reducing step, the last
     one ready at the backward's end (None: one bucket of 16 MiB); `waits=False` leaves the waits to be
-    worked out from the ranks' ready times (the doctor's results)."""
+    worked out from the ranks' ready times (the doctor's results); `collectives`: seconds of the script's own
+    collectives at the start of each forward (inside it, as Lightning's sync_dist logging is)."""
     t = [before] * world
     steps = [[] for _ in range(world)]
     outs = [[] for _ in range(world)]
@@ -59,6 +60,9 @@ def simulate(world=2, n=20, *, data=0.0, forward=0.02, bwd=0.02, opt=0.005, tran
                  "exposed": 0.0, "allreduce": 0.0}
             if last_micro:
                 s["optimizer"] = o
+            c = _at(collectives, r, k)
+            if c:
+                s.update(collectives=c, collective_calls=1, collective_spans=[(d, d + c)])
             if syncs:
                 s["exposed"] = release - ready
                 if waits:

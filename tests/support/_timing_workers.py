@@ -103,6 +103,23 @@ def light_mode(steps=6, delay_s=0.0, ddp_logging=True, mode="light"):
     return out
 
 
+def light_straggler(steps=30, slow_s=0.02, ddp_logging=False):
+    """Mode "light" (a GPU's: DDP's own all-reduce) with rank 1 computing `slow_s` more in every forward;
+    `ddp_logging`: DDP's own timings read as a GPU once read them (every 10th step) or not at all."""
+    import time
+    model = _small_ddp_mlp(bucket_cap_mb=1.0, width=256, depth=2)
+    timer = StepTimer(model, mode="light", ddp_logging=ddp_logging)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(dist.get_rank())
+    for _ in range(steps):
+        with timer.phase("forward"):
+            if dist.get_rank() == 1:
+                time.sleep(slow_s)
+            loss = model(torch.randn(16, 32, generator=g)).pow(2).mean()
+        timer.finish_step(loss, opt)
+    return timer.result()
+
+
 def timer_in_a_subgroup(steps=3):
     """Ranks 0 and 1 train a DDP model over a group of their own while rank 2
     trains nothing: the timer's clock and hook follow the model's group.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ddp_lessons.tool import spread
-from ddp_lessons.tool.diagnosis.causes import ACCUMULATION, OUTSIDE, SMALL_BUCKETS
+from ddp_lessons.tool.diagnosis.causes import ACCUMULATION, DATA, OUTSIDE, SMALL_BUCKETS
 from ddp_lessons.tool.doctor import command, confirm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,12 +141,18 @@ def test_the_plan_tries_the_knob_each_finding_names():
     small = [(48 << 10, i / 24, 0.001) for i in range(24)]
     model = {"kind": "ddp", "bucket_cap_bytes": 50 << 10, "find_unused_parameters": True, "unused_parameter_bytes": 0,
              "grad_bytes": MIB}
-    run = Run(simulate(buckets=small, model=model, data=0.02, threads=1, cores=2))
+    loader = {"num_workers": 0, "persistent_workers": False, "pin_memory": False}
+    run = Run(simulate(buckets=small, model=model, data=0.02, threads=1, cores=2, loader=loader))
     d = diagnose(run)
     names = [k.name for k in confirm.plan(d, run)]
-    assert SMALL_BUCKETS in d.causes and "bucket_cap_mb=25" in names
-    assert "num_workers=1" in names and "find_unused_parameters=False" in names
+    assert SMALL_BUCKETS in d.causes and "bucket_cap_mb=25" in names and "find_unused_parameters=False" in names
     assert ACCUMULATION not in d.causes
+    # within the core budget: no loader worker where no core is spare, and it says why ...
+    assert not any(n.startswith("num_workers") for n in names)
+    assert "no spare core for a loader worker: not tried" in d.finding(DATA).detail
+    # ... and on 8 cores (3 spare a rank) as many as the wait needs (20 ms against 45 ms of compute: 2)
+    roomy = Run(simulate(buckets=small, model=model, data=0.02, threads=1, cores=8, loader=loader))
+    assert "num_workers=2" in [k.name for k in confirm.plan(diagnose(roomy), roomy)]
 
 
 def test_the_patched_classes_keep_torchs_signatures(tmp_path):
@@ -160,7 +166,7 @@ from torch.utils.data import DataLoader
 from torch.nn.parallel import DistributedDataParallel as DDP
 before = [inspect.signature(f) for f in (DataLoader.__init__, DDP.__init__, torch.autograd.backward, torch.save)]
 import importlib.util
-spec = importlib.util.spec_from_file_location("inj", {str(ROOT / "src/ddp_lessons/tool/doctor/inject.py")!r})
+spec = importlib.util.spec_from_file_location("inj", {str(ROOT / "src/ddp_lessons/tool/doctor/rank/inject.py")!r})
 inj = importlib.util.module_from_spec(spec); spec.loader.exec_module(inj); inj.install()
 after = [inspect.signature(f) for f in (DataLoader.__init__, DDP.__init__, torch.autograd.backward, torch.save)]
 assert DataLoader.__init__ is not inj and before == after, (before, after)
@@ -180,3 +186,75 @@ def test_lightnings_ddp_strategy_is_timed_on_every_rank_and_runs_as_it_would(tmp
     from ddp_lessons import Run
     run = Run.load(tmp_path / "runs" / "lit.json")
     assert [sum(s["optimizer_steps"] for s in r.steps()) for r in run] == [64, 64]   # as without the doctor
+
+
+MP = ROOT / "tests" / "support" / "scripts" / "mp_ddp.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", ["fork", "mp.spawn"])
+def test_ranks_that_torch_multiprocessing_starts_are_timed(tmp_path, start):
+    """Ranks forked by start_processes (they inherit the parent's recorder, and leave through os._exit) and
+    spawned by mp.spawn (as the ImageNet example starts them) are timed, each with why it ended; a rank
+    planted 50 ms slower in every step is named."""
+    doc = _run([sys.executable, "-m", "ddp_lessons", "doctor", "--record", "mp", "--", sys.executable, str(MP),
+                "--start", start, "--steps", "24", "--slow-ms", "50", "--threads", "1"], tmp_path)
+    assert doc.returncode == 0 and "done 24 steps" in doc.stdout, doc.stderr[-3000:]
+    assert "2 rank(s) timed" in doc.stderr and "no rank was timed" not in doc.stderr, doc.stderr[-3000:]
+    from ddp_lessons import Run
+    run = Run.load(tmp_path / "runs" / "mp.json")
+    assert [r.timer["doctor"]["reason"] for r in run] == ["the script ended"] * 2
+    assert [sum(s["optimizer_steps"] for s in r.steps()) for r in run] == [24, 24]
+    assert "ranks waiting for a slower rank" in doc.stderr and "rank 1 was the late one" in doc.stderr, doc.stderr
+
+
+def test_the_threads_knob_changes_the_ranks_threads_and_leaves_loader_workers_at_one(tmp_path):
+    """`threads=N` holds against the script's own set_num_threads, in the ranks' own processes only: torch's
+    loader workers set 1 for themselves and keep it (with the knob in every process they ran N, so the
+    experiment changed two things)."""
+    ran = command.run([sys.executable, str(MP), "--start", "fork", "--workers", "1", "--say-threads", "--steps", "6"],
+                      knobs={"threads": 2}, capture=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout
+    assert [r["threads"] for r in ran.ranks] == [2, 2]
+    assert ran.stdout.count("loader worker threads [1]") == 2, ran.stdout
+
+
+def test_a_metric_the_script_all_reduces_itself_is_timed_as_a_collective(tmp_path):
+    """As Lightning's self.log(..., sync_dist=True) does every step: a collective outside DDP's buckets, timed
+    as such (not as the forward's compute), DDP's own all-reduce (through the timing hook) left out."""
+    ran = command.run([sys.executable, str(MP), "--start", "fork", "--sync-metric", "--steps", "12"], capture=True,
+                      timeout=120)
+    assert ran.returncode == 0, ran.stdout
+    for r in ran.ranks:
+        steps = r["steps"]
+        assert [s.get("collective_calls") for s in steps] == [1] * 12
+        assert all(0 < s["collectives"] <= s["forward"] + s["backward"] + 1e-9 for s in steps)
+    plain = command.run([sys.executable, str(MP), "--start", "fork", "--steps", "12"], capture=True, timeout=120)
+    assert not any("collectives" in s for r in plain.ranks for s in r["steps"])
+
+
+@pytest.mark.slow
+def test_an_interrupt_that_reaches_the_ranks_only_is_said_as_such(tmp_path):
+    """Ctrl-C delivered to the ranks (not to the doctor): each rank's result says interrupted, the doctor does
+    not say every rank reached its end, and the unfinished optimizer step is left out of the per-step counts."""
+    import psutil
+    env = {**os.environ, "DDP_LESSONS_RUNS": str(tmp_path / "runs"), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ddp_lessons", "doctor", "--record", "int", "--", *TORCHRUN,
+                             str(SCRIPT), "--steps", "5000"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("step 3 loss"):
+            break
+    ranks = [p for p in psutil.Process(proc.pid).children(recursive=True)
+             if any(str(SCRIPT) == a for a in p.cmdline()) and "torchrun" not in " ".join(p.cmdline()[:2])]
+    assert len(ranks) == 2
+    for p in ranks:
+        p.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert "(interrupted)" in err and "interrupted: a rank got SIGINT" in err, err[-3000:]
+    assert "reached the end of its script" not in err
+    from ddp_lessons import Run
+    run = Run.load(tmp_path / "runs" / "int.json")
+    assert {r.timer["doctor"]["reason"] for r in run} == {"the script was interrupted (SIGINT)"}
+    assert "4 all-reduces per optimizer step" in err, err[-3000:]

@@ -154,17 +154,20 @@ def test_light_mode_on_gloo_gives_the_same_keys_and_counts():
     full = launch(w.light_mode, (6, 0.0, True, "full"), world_size=2)
     for lr, fr in zip(light, full, strict=True):
         assert (lr["mode"], lr["comm_source"], fr["mode"], fr["comm_source"]) == (
-            "light", "ddp_logging", "full", "hook")
+            "light", "compute_end+ddp_logging", "full", "hook")
         assert lr["comm_hook"] == ""  # DDP's own C++ all-reduce: no Python hook registered
         assert len(lr["steps"]) == 6
         for a, b in zip(lr["steps"], fr["steps"], strict=True):
-            assert set(b) <= set(a)  # every key of mode "full" (and allreduce_span)
+            assert set(b) - {"hook_time"} <= set(a)  # every key of mode "full" but its hook's own time
             assert a["buckets"] == []
         steps = lr["steps"]
         assert steps[0]["allreduce_calls"] == 1 and all(s["allreduce_calls"] > 1 for s in steps[2:])
         assert {s["allreduce_bytes"] for s in steps} == {lr["grad_bytes"]}
         assert all(s["allreduce"] > 0 for s in steps)  # the last step too (read at result())
         assert all(0 <= s["exposed"] <= s["backward"] + 1e-6 for s in steps)
+        # the backward split at its compute's end (an autograd callback) against DDP's own timings
+        gaps = sorted(abs(s["exposed"] - s["ddp_exposed"]) for s in steps[1:] if "ddp_exposed" in s)
+        assert gaps and gaps[len(gaps) // 2] < 0.005, gaps
 
 
 def test_light_mode_sees_a_known_delay():
@@ -178,9 +181,30 @@ def test_light_mode_sees_a_known_delay():
         assert _median(s, "exposed") - _median(b, "exposed") >= 0.7 * delay
 
 
-def test_light_mode_without_ddp_logging_on_gloo_times_phases_only():
+def test_light_mode_without_ddp_logging_still_splits_every_backward():
+    """No DDP timings read (a GPU's default: reading them makes DDP wait on its events): the compute end's
+    mark splits each backward; calls and bytes come from DDP's buckets."""
     rank = launch(w.light_mode, (3, 0.0, False), world_size=1)[0]
-    assert rank["comm_source"] == "none" and all(s["allreduce_calls"] == 0 for s in rank["steps"])
+    assert rank["comm_source"] == "compute_end" and "ddp_logging" not in rank
+    for s in rank["steps"]:
+        assert 0 <= s["computed"] <= s["phases"]["backward"][1] + 1e-9 and "ddp_exposed" not in s
+        assert s["allreduce_calls"] >= 1 and s["allreduce_bytes"] == rank["grad_bytes"]
+        assert s["backward_compute"] + s["exposed"] == pytest.approx(s["backward"])
+
+
+@pytest.mark.parametrize("ddp_logging", [False, 10])
+def test_a_slower_rank_is_named_in_light_mode_from_every_step(ddp_logging):
+    """Mode "light" is a GPU's: waits come from each step's compute end (an autograd callback), every step.
+    When they came from DDP's timings read every 10th step, a rank 20 ms slower every step was charged
+    about a tenth of its waits and the diagnosis said the ranks kept pace."""
+    from ddp_lessons import diagnose
+    from ddp_lessons.tool.diagnosis.causes import WAITING
+    ranks = launch(w.light_straggler, (30, 0.02, ddp_logging), world_size=2)
+    assert all("wait" in s for r in ranks for s in r["steps"])
+    d = diagnose(ranks)
+    f = d.finding(WAITING)
+    assert f is not None and "rank 1 was the late one" in f.detail, str(d)
+    assert f.per_rank[0] >= 0.5 * 28 * 0.02 and not any("kept pace" in c for c in d.confirmations)
 
 
 def test_timer_modes_are_checked():
@@ -370,17 +394,19 @@ def test_a_rank_value_is_read_through_accessors_whether_bare_or_under_the_timer_
         Rank({"loss": 0.3})
 
 
-def test_ddp_timings_read_on_a_sample_of_steps_are_named_and_scaled():
+def test_ddp_timings_read_on_a_sample_of_steps_leave_every_step_its_exposed_and_wait():
     ranks = launch(w.light_mode, (20, 0.0, 4), world_size=2)
     for r in ranks:
-        have = [s["step"] for s in r["steps"] if "exposed" in s]
-        assert r["ddp_logging"] == {"sample_every": 4, "steps_with_exposed": len(have)}
+        have = [s["step"] for s in r["steps"] if "ddp_exposed" in s]
+        assert r["ddp_logging"]["sample_every"] == 4
         # DDP records its first 10 iterations and then every 4th: the rest of the 20 steps have none
         assert 10 <= len(have) < 20 and set(range(1, 10)) <= set(have)
-        # the other steps' all-reduce is unknown, not 0 (no flight recorder on gloo)
-        assert all(("allreduce" in s) == ("exposed" in s) for s in r["steps"])
+        # the other steps' all-reduce span is unknown, not 0 (no flight recorder on gloo) ...
+        assert all(("allreduce" in s) == ("ddp_exposed" in s) for s in r["steps"])
+        # ... but every step has its exposed part and its wait (the compute end's mark)
+        assert all("exposed" in s and "wait" in s for s in r["steps"])
     m = measures(Run(ranks)[0])
-    assert m["exposed"] > sum(s.get("exposed", 0.0) for s in ranks[0]["steps"])  # scaled to every step
+    assert m["exposed"] == pytest.approx(sum(s["exposed"] for s in ranks[0]["steps"]))
 
 
 # -- what the timer sees through torch's hooks ---------------------------------

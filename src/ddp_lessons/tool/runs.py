@@ -17,7 +17,8 @@ from .timing.sync import waits_across
 
 KEY = "timer"   # where a worker's dict holds its StepTimer result
 # Per-step numbers that are positions, flags or labels, not durations: no median of them.
-NOT_DURATIONS = ("step", "t_start", "wait_for", "ready", "sync", "forwards", "optimizer_steps")
+NOT_DURATIONS = ("step", "t_start", "wait_for", "ready", "sync", "forwards", "optimizer_steps", "computed",
+                 "collective_calls")
 WARMUP = 2      # DDP builds its buckets in step 0 and rebuilds them after it: left out of medians
 
 

@@ -42,6 +42,9 @@ def data(setting, loader: dict | None, gpu: bool) -> str:
             return f"{head}, and its {workers} worker(s) already do: {once}; fewer workers, not more"
         return f"{head}, so workers will not help: {once}"
     room = f" ({spare} spare core(s): {setting.core_line()})" if spare is not None else ""
+    if loader is None:   # not a DataLoader, or iterated another way: its workers are unknown
+        return (f"the loader was not seen: if it prepares batches in the training process, prepare them ahead "
+                f"(DataLoader num_workers > 0 within the spare cores{room}); if it has workers already, {once}")
     if workers:
         return (f"the loader already has {workers} worker(s){room}: {once}, or more workers if cores allow; "
                 "persistent_workers=True" + (", pin_memory=True" if gpu else ""))
@@ -110,10 +113,50 @@ def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None, share
 
 
 def imbalance(slower: int, gap: dict) -> str:
+    """Where the slower rank's extra time is says what to look at: in its data wait or forward, uneven
+    batches; in the optimizer step alone (the same work on every rank by construction), or in every
+    phase alike, the rank's device or cores."""
     phase = max(gap, key=lambda k: gap[k]) if gap else None
-    where = f", most in {phase!r}" if phase and gap[phase] > 0 else ""
-    return (f"rank {slower} computes more per step{where}: give every rank the same work (the same number and "
-            "size of batches: DistributedSampler, drop_last, equal sequence lengths), the same cores and threads")
+    if phase is None or gap[phase] <= 0:
+        return f"rank {slower} computes more per step: give every rank the same work, the same cores and threads"
+    where = f"rank {slower} computes more per step, most in {phase!r}"
+    spread = sum(v > 0.25 * gap[phase] for v in gap.values()) >= 3
+    if phase in ("data", "forward") and not spread:
+        return (f"{where}: give every rank the same work (the same number and size of batches: "
+                "DistributedSampler, drop_last, equal sequence lengths)")
+    return (f"{where}{' and in every phase alike' if spread else ''}: the optimizer's work is the same on every "
+            "rank, so look at the rank itself: its device's clocks and throttling (nvidia-smi -q -d PERFORMANCE), "
+            "a process sharing its cores, its NUMA placement (taskset, numactl)")
+
+
+def threads(host, n: int) -> str:
+    return (f"give the ranks {n} torch thread(s) each ({host.cores} cores over {host.ranks} ranks): "
+            f"torch.set_num_threads({n}) in each rank before any compute, or OMP_NUM_THREADS={n} in its "
+            "environment (torchrun sets 1 when it starts several ranks; mp.spawn and a plain python do not)")
+
+
+def loader_start(loader: dict, start_method: str | None) -> str:
+    """A loader's workers starting, at every pass over it."""
+    out = ("its workers start at every pass over the loader: persistent_workers=True starts them once; fewer "
+           "workers start sooner")
+    if start_method in ("spawn", "forkserver"):
+        out += ("; the ranks were spawned, so their loaders spawn their workers too, each importing torch: "
+                "DataLoader(multiprocessing_context='fork') starts them in a fraction of that where the rank "
+                "has not touched CUDA")
+    return out
+
+
+def latency(accumulating: bool) -> str:
+    return ("give each all-reduce more work to pay for: a larger per-rank batch, fewer larger buckets"
+            + ("" if accumulating else ", accumulation with no_sync") + "; or train this model on one process")
+
+
+def contention(setting) -> str:
+    if setting.shared:
+        return ("the ranks share cores: each all-reduce waits for cycles its peers and their threads take; give "
+                "each rank its own cores (fewer threads per rank, or fewer ranks than cores)")
+    return ("the calls wait for something else than the link: a slower peer each time (see the waits), or "
+            "threads competing with the communication's own; a profiler window shows which")
 
 
 def jitter(shared: bool) -> str:
@@ -133,8 +176,9 @@ FIXED = {
     "accumulation": "run every micro-step but the last of each optimizer step inside `with ddp_model.no_sync():` (or "
                     "set `ddp_model.require_backward_grad_sync = False` for them): the gradients add up locally and "
                     "DDP all-reduces them once, in the last micro-step's backward",
-    "latency": "give each all-reduce more work to pay for: a larger per-rank batch, accumulation with no_sync, fewer "
-               "larger buckets; or train this model on one process",
+    "collectives": "call them less often: Lightning's self.log(..., sync_dist=True) all-reduces at every call (log "
+                   "on_epoch, or sync every N steps); a metric's sync at the epoch's end (torchmetrics: compute() "
+                   "once); no barrier in the loop",
     "startup": "paid once per launch: start once and train longer per launch; import and build before the loop only "
                "what is needed",
 }

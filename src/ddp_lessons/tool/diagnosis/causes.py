@@ -16,6 +16,8 @@ DATA = "data_loading"
 HOST_BOUND = "host_bound_steps"
 UNTIMED = "untimed_host_work"
 STARTUP = "startup"
+THREADS = "threads_over_cores"
+COLLECTIVES = "script_collectives"
 HOST = UNTIMED  # the name an earlier version used for untimed host work
 
 CAUSES = {
@@ -45,6 +47,11 @@ CAUSES = {
                  "a short torch.profiler window: the GPU's busy share of the step should rise"),
     UNTIMED: ("untimed host work in and between steps",
               "measure again: the time no phase covers should fall"),
+    THREADS: ("more torch threads than cores: the ranks take turns",
+              "the step time with the knob's threads against as it is (`doctor --confirm`); the waits that "
+              "change rank from step to step should fall"),
+    COLLECTIVES: ("collectives the script issues itself, every step",
+                  "per step, `collectives` should fall (fewer calls: sync metrics at the epoch's end)"),
     STARTUP: ("start-up (once per launch)",
               "account['startup'] + account['before_first_step'] against the run's length"),
 }

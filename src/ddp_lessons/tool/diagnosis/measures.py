@@ -28,17 +28,22 @@ def sampled_total(steps, key, every: int) -> float:
 
 
 def compute(s) -> float:
-    """A step's compute: its phases but the data wait and the communication in the backward."""
+    """A step's compute: its phases but the data wait, the communication in the backward, the script's own
+    collectives and the timing hook's own time."""
     ph = s.get("phases") or {}
     other = sum(b - a for k, (a, b) in ph.items() if k not in ("forward", "backward", "optimizer"))
-    return (s.get("forward", 0.0) + s.get("backward_compute", s.get("backward", 0.0)) + s.get("optimizer", 0.0)
-            + other)
+    return max(0.0, s.get("forward", 0.0) + s.get("backward_compute", s.get("backward", 0.0)) + s.get("optimizer", 0.0)
+               + other - (s.get("collectives") or 0.0) - (s.get("hook_time") or 0.0))
 
 
 def kinds(r) -> tuple[list, list, list]:
-    """(optimizer steps, micro-steps that all-reduced, micro-steps that did not) of a `Rank`."""
+    """(optimizer steps, micro-steps that all-reduced, micro-steps that did not) of a `Rank`. Micro-steps
+    after the last optimizer step (a run stopped or interrupted in the middle of one) are left out: they
+    are not a whole optimizer step's."""
     steps = r.steps()
     if r.knows_optimizer_steps():
+        last = max((i for i, s in enumerate(steps) if s.get("optimizer_steps")), default=len(steps) - 1)
+        steps = steps[:last + 1]
         opt = [s for s in steps if s.get("optimizer_steps")]
         micro = [s for s in steps if not s.get("optimizer_steps") and (s.get("forwards") or s.get("phases"))]
     else:  # an older result: an optimizer phase marks the optimizer step, where the loop timed one
@@ -109,6 +114,9 @@ def measures(r) -> dict:
          "calls": sum(s.get("allreduce_calls") or 0 for s in steps),
          "bytes": sum(s.get("allreduce_bytes") or 0 for s in steps),
          "has_exposed": any("exposed" in s for s in steps), "has_wait": any("wait" in s for s in steps),
+         "collectives": sum(s.get("collectives") or 0.0 for s in steps),
+         "collective_calls": sum(s.get("collective_calls") or 0 for s in steps),
+         "hook_time": sum(s.get("hook_time") or 0.0 for s in steps),
          "induced": {}, "buckets": buckets([s for s in steps if id(s) not in {id(x) for x in synced}])}
     micro_wait = sampled_total(synced, "wait", every)
     micro_exposed = sampled_total(synced, "exposed", every) - micro_wait

@@ -8,12 +8,20 @@ seconds, start-up apart, what was checked and found as it should be, notes and w
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..runs import Run
+from . import communication as C
 from . import findings as F
+from .host import host_bound
 from .measures import WARMUP_STEPS, measures
-from .report import Diagnosis
+from .report import MEASURED, SUSPECTED, Diagnosis
 from .setting import setting_of
 from .waits import attribute
+
+# Two findings whose seconds are within 25% of each other, one of them an estimate (suspected): their order
+# is not decided by these numbers (the held-out ViT's data wait and small buckets swapped places so).
+MARGIN = 0.25
 
 SCORED = ("data", "forward", "backward_compute", "optimizer")  # compute phases: no waits in them
 
@@ -37,14 +45,19 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
         notes.append(line)
         for m, a in zip(ms, att["ranks"], strict=True):
             _scale(m, a, factor)
-    found = F.outside(ms, att, world)
+    found = F.outside(ms, att, world, run)
     if world > 1:   # many small buckets first: the exposed transfer is theirs then
-        found += [F.small_buckets(ms, run, setting)]
-        found += F.waiting(ms, att, setting) + F.transfer(ms, run, setting) + [F.accumulation(ms, setting, notes)]
-    host, host_undecided = F.host_bound(ms, run)
+        found += [C.small_buckets(ms, run, setting)]
+        found += F.waiting(ms, att, setting) + C.transfer(ms, run, setting) + [C.accumulation(ms, setting, notes)]
+        found += [F.threads(ms, att, setting)]
+    found += [C.collectives(ms, att)]
+    host, host_undecided = host_bound(ms, run, _host_syncs(run[0]) if run[0].on_gpu else None)
     found += [F.data(ms, att, setting, run), F.untimed(ms, att), host]
+    # each second of a rank's window charged once: estimates take what the measured findings left
+    found = fit([f for f in found if f is not None], ms)
     # one order for all, by seconds: a suspected finding's are an estimate, and it says so
-    ranked = sorted((f for f in found if f is not None), key=lambda f: -f.seconds)
+    ranked = sorted(found, key=lambda f: -f.seconds)
+    notes += margins(ranked)
     summary = [{"rank": m["rank"], "wall": m["wall"], "n_steps": m["steps"],
                 "steps": r.account["steps"] if m["account"] else m["wall"],
                 "outside": sum(m["outside"].values()), "outside_work": dict(m["outside"]),
@@ -56,6 +69,48 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
     where = f" ({first.backend or 'no group'}, {first.device})"
     return Diagnosis(ranked, undecided, summary, world, where, notes, scores(run), F.startup(ms),
                      _confirmations(run, ms, att, world))
+
+
+def fit(found: list, ms: list) -> list:
+    """Findings whose seconds on no rank sum past that rank's window: the measured ones are disjoint by
+    how they are taken apart (waits, exposed, data, outside, untimed, collectives, idle compute); an
+    estimate (suspected) is cut to what the measured ones left on each rank, the larger estimates first."""
+    used = [0.0] * len(ms)
+    for f in found:
+        if f.status == MEASURED:
+            used = [u + (x or 0.0) for u, x in zip(used, f.per_rank, strict=True)]
+    out = [f for f in found if f.status == MEASURED]
+    for f in sorted((f for f in found if f.status != MEASURED), key=lambda f: -f.seconds):
+        per = [max(0.0, min(x or 0.0, m["window"] - u)) for x, m, u in zip(f.per_rank, ms, used, strict=True)]
+        used = [u + x for u, x in zip(used, per, strict=True)]
+        if per != list(f.per_rank):
+            f = refit(f, per, ms)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def refit(f, per: list, ms: list):
+    """`f` with seconds `per` on each rank (None where nothing is left of it)."""
+    i = max(range(len(ms)), key=per.__getitem__)
+    if per[i] <= 0 and f.seconds > 0:
+        return None
+    m = ms[i]
+    return dataclasses.replace(f, seconds=per[i], per_rank=per, rank=m["rank"],
+                               share=per[i] / m["wall"] if m["wall"] > 0 else 0.0,
+                               window_share=per[i] / m["window"] if m["window"] > 0 else 0.0)
+
+
+def margins(ranked: list) -> list[str]:
+    """A note for each pair of neighbours whose order an estimate within MARGIN leaves undecided."""
+    out = []
+    for i, (a, b) in enumerate(zip(ranked, ranked[1:], strict=False), 1):
+        if SUSPECTED in (a.status, b.status) and a.seconds > 0 and b.seconds >= (1 - MARGIN) * a.seconds:
+            est = a if a.status == SUSPECTED else b
+            out.append(f"findings {i} and {i + 1} are within {MARGIN:.0%} of each other and {est.label!r} is an "
+                       "estimate: their order is not decided here (`doctor --confirm` measures what each change "
+                       "saves)")
+    return out
 
 
 def _projection(run, ms, epochs, iterations) -> tuple[float, str]:
@@ -97,6 +152,9 @@ def _scale(m, a, factor) -> None:
 
 def _notes(run, ms, att, setting) -> list[str]:
     out = [f"phase times from the {'host clock' if setting.clock == 'host' else 'GPU (CUDA events between marks)'}"]
+    for name in dict.fromkeys(n for m in ms for n in m["outside"] if n.startswith(F.OWN)):
+        out.append(f"{name}: {max(m['outside'].get(name, 0.0) for m in ms):.3g} s outside the steps, the doctor's "
+                   "and not the run's: not charged to any cause")
     for h in setting.hosts:
         if h.shared:
             jit = max(a["jitter"] for a in att["ranks"])
@@ -105,12 +163,13 @@ def _notes(run, ms, att, setting) -> list[str]:
                        f"{h.cores} cores of {h.name}: communication that overlaps compute, loader workers and "
                        f"peers take cycles from a rank's compute; {jit:.3g} s of a rank's waits are step-to-step "
                        "jitter from it (the late rank changes), not uneven work")
+    if unused_none(run):
+        out.append(f"find_unused_parameters=True, but no parameter went unused on any of the {len(run)} rank(s) in the "
+                   "iterations DDP recorded (its logging data: the first 10, then a sample): DDP walks the autograd "
+                   "graph and all-reduces a map of used parameters every step for nothing; set it to False, unless "
+                   "the unused set changes from step to step (LayerDrop, MoE routing, heads chosen per batch: then "
+                   "it must stay True; `doctor --confirm` runs it and says if it fails)")
     for r in run[:1]:
-        model = r.model
-        if model.get("find_unused_parameters") and model.get("unused_parameter_bytes") == 0:
-            out.append("find_unused_parameters=True, but no parameter went unused: DDP walks the autograd graph and "
-                       "all-reduces a map of used parameters every step for nothing; set it to False (what that "
-                       "saves: `python -m ddp_lessons doctor --confirm`)")
         syncs = _host_syncs(r)
         if syncs:
             out.append(f"a host sync every step in phase {syncs!r}: the host waited on the GPU there (loss.item(), "
@@ -120,6 +179,13 @@ def _notes(run, ms, att, setting) -> list[str]:
                    f"{max(m['exposed'] for m in ms):.3g} s after the backward; a plain model, or a run on several "
                    "ranks, does without it")
     return out
+
+
+def unused_none(run) -> bool:
+    """find_unused_parameters=True and every rank's DDP found nothing unused."""
+    models = [r.model for r in run]
+    return bool(models) and all(m.get("find_unused_parameters") and m.get("unused_parameter_bytes") == 0
+                                for m in models)
 
 
 def _host_syncs(r) -> str | None:

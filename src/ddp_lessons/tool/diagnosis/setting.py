@@ -46,6 +46,11 @@ class Setting:
         """The fewest spare cores on any host (None where cores or threads are unknown)."""
         return min((h.spare for h in self.hosts), default=None)
 
+    def spare_per_rank(self) -> int | None:
+        """The fewest spare cores a rank has on any host (None where unknown; negative: over the cores)."""
+        rows = [h.spare // max(1, h.ranks) if h.spare >= 0 else -1 for h in self.hosts]
+        return min(rows) if rows else None
+
     def core_line(self) -> str:
         return "; ".join(f"{h.ranks} rank(s) x {h.threads // max(1, h.ranks)} thread(s) on {h.cores} cores of "
                          f"{h.name}" for h in self.hosts)

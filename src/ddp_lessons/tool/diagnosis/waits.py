@@ -37,21 +37,28 @@ def _overlap(a, b, x, y) -> float:
 
 
 def _parts(rank, a, b) -> dict[tuple, float]:
-    """What this rank did in (a, b] of its own axis: outside work by name, data, compute, untimed."""
+    """What this rank did in (a, b] of its own axis: outside work by name, data, compute, untimed. On a
+    GPU the data wait is what the device waited (`data_stall`, on the device's axis like the rest), not
+    the host's wait, which queued work may have hidden."""
     out: dict[tuple, float] = {("outside", o["name"]): 0.0 for o in rank.outside}
     for o in rank.outside:
         out[("outside", o["name"])] += _overlap(a, b, o["start"], o["end"])
-    data = comp = 0.0
+    data = comp = coll = 0.0
+    key = "data_stall" if rank.on_gpu else "data"
     for s in rank.steps():
         t0 = s["t_start"]
         if t0 >= b or t0 + s["step_time"] <= a:
             continue
-        data += _overlap(a, b, t0, t0 + (s.get("data") or 0.0))
+        data += _overlap(a, b, t0, t0 + (s.get(key, s.get("data")) or 0.0))
         for k, (x, y) in (s.get("phases") or {}).items():
             if k == "backward":
                 y -= s.get("exposed", 0.0) or 0.0   # its compute only: the rest is the all-reduce
             comp += _overlap(a, b, t0 + x, t0 + y)
-    out[("data",)], out[("compute",)] = data, comp
+        for x, y in s.get("collective_spans") or ():   # the script's own collectives, inside its phases
+            c = _overlap(a, b, t0 + x, t0 + y)
+            coll += c
+            comp -= c
+    out[("data",)], out[("compute",)], out[("collectives",)] = data, max(0.0, comp), coll
     out[("untimed",)] = max(0.0, (b - a) - sum(out.values()))
     return out
 
@@ -97,7 +104,7 @@ def attribute(ranks, shared: bool = False) -> dict:
             mine = _parts(ranks[i], *span(i))
             gap = {k: late.get(k, 0.0) - mine.get(k, 0.0) for k in late}
             for k in sorted((k for k in gap if k[0] == "outside"), key=lambda k: -gap[k]) + \
-                    [("data",), ("untimed",)]:
+                    [("data",), ("collectives",), ("untimed",)]:
                 take = min(w, max(0.0, gap[k]))
                 if take > 0:
                     per[i]["charged"][k] = per[i]["charged"].get(k, 0.0) + take

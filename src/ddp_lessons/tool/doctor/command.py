@@ -9,7 +9,6 @@ ends. Nothing else is written, and the command's output, exit status and files a
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..launcher import cleanup
-from . import inject
+from . import wire
 
 PACKAGE = Path(__file__).resolve().parents[2]          # .../ddp_lessons
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap" / "sitecustomize.py"
@@ -71,7 +70,11 @@ def _is_python(path: str) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def environment(run_dir: str, steps: int | None, warmup: int, knobs: dict) -> dict:
+def environment(run_dir: str, steps: int | None, warmup: int, knobs: dict | wire.Knobs,
+                profile: int = 0) -> dict:
+    """The command's environment: the bootstrap first on its Python path, the settings (`wire.Settings`)
+    its ranks read. A knob changes one thing: `threads=N` sets torch's threads in each rank's own process
+    (`rank.inject`), not OMP_NUM_THREADS, which the loader's workers and other libraries would read too."""
     env = dict(os.environ)
     boot = Path(run_dir) / "boot"
     boot.mkdir()
@@ -79,42 +82,38 @@ def environment(run_dir: str, steps: int | None, warmup: int, knobs: dict) -> di
     (boot / "ddp_lessons").symlink_to(PACKAGE)      # this package alone, whatever Python the command runs
     (Path(run_dir) / "ranks").mkdir()
     env["PYTHONPATH"] = os.pathsep.join([str(boot)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env[inject.ENV_DIR] = str(Path(run_dir) / "ranks")
-    env[inject.ENV_WARMUP] = str(warmup)
-    env[inject.ENV_SET] = json.dumps(knobs)
-    env.pop(inject.ENV_STEPS, None)
-    if steps:
-        env[inject.ENV_STEPS] = str(steps)
-    if knobs.get("threads"):
-        env["OMP_NUM_THREADS"] = str(knobs["threads"])   # torchrun keeps a value it is given
-    return env
+    knobs = knobs if isinstance(knobs, wire.Knobs) else wire.Knobs.of(knobs)
+    return wire.Settings(str(Path(run_dir) / "ranks"), steps, warmup, knobs, profile).to_env(env)
 
 
-def run(command: list[str], steps: int | None = None, warmup: int = 3, knobs: dict | None = None,
-        timeout: float | None = None, capture: bool = False) -> Ran:
-    """Run `command` once with the recorder in its processes; return its status and the ranks' results."""
+def run(command: list[str], steps: int | None = None, warmup: int = 3, knobs: dict | wire.Knobs | None = None,
+        timeout: float | None = None, capture: bool = False, profile: int = 0) -> Ran:
+    """Run `command` once with the rank half in its processes; return its status and the ranks' results.
+    `profile`: on a GPU, profile this many optimizer steps after the warm-up for the GPU's busy share.
+    Public: benchmarks run the command under the doctor with it."""
     cleanup.sweep()
     run_dir = cleanup.run_directory()
     t0, interrupted, out = time.perf_counter(), False, None
     try:
-        env = environment(run_dir, steps, warmup, knobs or {})
+        env = environment(run_dir, steps, warmup, knobs or {}, profile)
         proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE if capture else None,
                                 stderr=subprocess.STDOUT if capture else None, text=capture)
         try:
             out, _ = proc.communicate(timeout=timeout)
         except KeyboardInterrupt:   # the command got the terminal's SIGINT too: let it end, keep its results
             interrupted = True
-            _end(proc)
+            stop(proc)
         except subprocess.TimeoutExpired:
             interrupted = True
             proc.send_signal(signal.SIGINT)
-            _end(proc, grace=10.0)
-        return Ran(proc.returncode, time.perf_counter() - t0, _read(Path(run_dir) / "ranks"), interrupted, out)
+            stop(proc, grace=10.0)
+        ranks = wire.read_ranks(str(Path(run_dir) / "ranks"))
+        return Ran(proc.returncode, time.perf_counter() - t0, ranks, interrupted, out)
     finally:
         cleanup.remove(run_dir)
 
 
-def _end(proc, grace: float = 30.0) -> None:
+def stop(proc, grace: float = 30.0) -> None:
     """Let the command end; past `grace` stop it and every process it started (a rank stuck in a
     collective ignores its launcher's signals)."""
     try:
@@ -138,13 +137,3 @@ def _end(proc, grace: float = 30.0) -> None:
             p.kill()
         except psutil.Error:
             pass
-
-
-def _read(folder: Path) -> list[dict]:
-    out = []
-    for p in sorted(folder.glob("rank-*.json")):
-        try:
-            out.append(json.loads(p.read_text()))
-        except (OSError, json.JSONDecodeError):
-            continue   # a rank killed while writing: its result is lost, the others are kept
-    return sorted(out, key=lambda r: r.get("rank", 0))

@@ -39,11 +39,18 @@ def timed_comm_hook(state, bucket):
     if n >= 2 and timer._tensor_step in (None, n):  # one step's, after DDP rebuilt its buckets
         timer._tensor_step = n
         timer._tensor_rows[bucket.index()] = [p.numel() * p.element_size() for p in bucket.parameters()]
-    fut = timer._send(timer.state, bucket)
+    timer.sending = True      # what the inner hook calls is DDP's all-reduce, not the script's own collective
+    try:
+        fut = timer._send(timer.state, bucket)
+    finally:
+        timer.sending = False
+    # handed to the backend: the time from `ready` to here is this hook's own (and the inner hook's
+    # Python), kept apart from the exposed all-reduce
+    sent = timer.clock.mark()
     sent_bytes, index = _nbytes(bucket.buffer()), bucket.index()
 
     def done(f):
-        timer._bucket_done(index, ready, timer.clock.mark(), sent_bytes, grad_bytes)
+        timer._bucket_done(index, ready, timer.clock.mark(), sent_bytes, grad_bytes, sent)
         return f.value()
     return fut.then(done)
 
@@ -52,7 +59,7 @@ def _nbytes(t):
     return t.numel() * t.element_size()
 
 
-def light_numbers(steps, ddp_source, fr_source, device) -> str:
+def light_numbers(steps, ddp_source, fr_source, device, model=None) -> str:
     """Mode "light": put DDP's timings (`ddp_source`, a `light.DDPLogging`) and the flight recorder's
     numbers (`fr_source`, a `light.FlightRecorderSource`) into `steps`; return the sources' names."""
     import torch
@@ -67,13 +74,31 @@ def light_numbers(steps, ddp_source, fr_source, device) -> str:
     # where durations were shown to agree with the kernel's (`light.TRUSTED_BYTES`)
     timed = {k for k, v in fr.items()
              if v and all(b["duration"] is not None and b["bytes"] >= light.TRUSTED_BYTES for b in v)}
+    sizes = bucket_sizes(model) if model is not None else []
     for s in steps:
-        _apply_light(s, ddp.get(s["step"]), fr.get(s["step"]), s["step"] in timed, has_exposed=ddp_source is not None)
-    parts = (["ddp_logging"] if ddp else []) + (["flight_recorder"] if fr else [])
+        _apply_light(s, ddp.get(s["step"]), fr.get(s["step"]), s["step"] in timed, has_exposed=ddp_source is not None,
+                     sizes=sizes if s.get("sync") is not False else ())
+    own = any("computed" in s for s in steps)
+    parts = (["compute_end"] if own else []) + (["ddp_logging"] if ddp else []) + (["flight_recorder"] if fr else [])
     return "+".join(parts) or "none"
 
 
-def _apply_light(s, ddp, fr, fr_timed, has_exposed):
+def bucket_sizes(model) -> list[int]:
+    """DDP's bucket sizes in bytes (its rebuilt ones where it rebuilt them), from its logging data."""
+    try:
+        strs = model._get_ddp_logging_data()
+    except Exception:  # noqa: BLE001 - not a DDP model, or a torch without it
+        return []
+    sizes = strs.get("rebuilt_bucket_sizes") or strs.get("bucket_sizes") or ""
+    return [int(x) for x in str(sizes).replace(" ", "").split(",") if x]
+
+
+def _apply_light(s, ddp, fr, fr_timed, has_exposed, sizes=()):
+    """One step of mode "light": DDP's timings (`ddp`), the recorder's all-reduces (`fr`), the compute
+    end's own split where the step has one (`computed`), `sizes`: DDP's bucket sizes (bytes)."""
+    own = (s["exposed"], s["backward_compute"]) if "computed" in s else None
+    if s.get("sync") is False:         # no_sync: nothing was sent
+        own = (0.0, s.get("backward", 0.0)) if own is None else own
     if ddp is not None:
         s.update(allreduce=ddp["allreduce_span"], allreduce_span=ddp["allreduce_span"],
                  exposed=ddp["exposed"], allreduce_calls=ddp["calls"],
@@ -83,18 +108,26 @@ def _apply_light(s, ddp, fr, fr_timed, has_exposed):
                  bucket_durations=fr)
         if fr_timed:
             s["allreduce"] = sum(b["duration"] for b in fr)  # one stream: no overlap between them
-    if not has_exposed or ddp is None:  # not measured (no DDP timings, or a step DDP did not sample)
+    if own is not None:                 # the compute end's mark decides, DDP's numbers are a cross-check
+        s["exposed"], s["backward_compute"] = own
+        if ddp is not None:
+            s["ddp_exposed"] = ddp["exposed"]
+    elif not has_exposed or ddp is None:  # not measured (no DDP timings, or a step DDP did not sample)
         s.pop("exposed", None)
     if ddp is None and not fr_timed:    # a step's all-reduce is unknown, not 0
         s.pop("allreduce", None)
-    if ddp is None and not fr:
+    if ddp is None and not fr and not (own is not None and sizes):
         s.pop("allreduce_calls", None)
         s.pop("allreduce_bytes", None)
-    s["backward_compute"] = max(0.0, s.get("backward", 0.0) - s.get("exposed", 0.0))
+    elif ddp is None and not fr and own is not None:   # calls and bytes of DDP's buckets, from its logging data
+        s["allreduce_calls"], s["allreduce_bytes"] = len(sizes), sum(sizes)
+    if own is None:
+        s["backward_compute"] = max(0.0, s.get("backward", 0.0) - s.get("exposed", 0.0))
 
 
 def _comm_numbers(buckets, backward):
-    """All-reduce busy time (union of bucket intervals), calls, bytes, exposed part."""
+    """All-reduce busy time (union of bucket intervals), calls, bytes, exposed part, and the hook's own
+    time (`hook_time`: each bucket's handover to the backend, Python that runs in the backward)."""
     if not buckets:
         return {"allreduce": 0.0, "allreduce_calls": 0, "allreduce_bytes": 0,
                 "exposed": 0.0, "backward_compute": (backward[1] - backward[0]) if backward else 0.0}
@@ -107,13 +140,15 @@ def _comm_numbers(buckets, backward):
         else:
             cur_b = max(cur_b, b)
     busy += cur_b - cur_a
-    compute_done = max(b["start"] for b in buckets)
+    # the last bucket handed over (after the hook's own Python, `sent`) to the last all-reduce done
+    compute_done = max(b.get("sent", b["start"]) for b in buckets)
     comm_done = max(b["end"] for b in buckets)
     exposed = max(0.0, comm_done - compute_done)
+    hook = sum(max(0.0, b.get("sent", b["start"]) - b["start"]) for b in buckets)
     bwd = (backward[1] - backward[0]) if backward else 0.0
     return {"allreduce": busy, "allreduce_calls": len(buckets),
             "allreduce_bytes": sum(b["bytes"] for b in buckets),
-            "exposed": exposed, "backward_compute": max(0.0, bwd - exposed)}
+            "exposed": exposed, "hook_time": hook, "backward_compute": max(0.0, bwd - exposed - hook)}
 
 
 def _register(ddp_model, state, hook):

@@ -16,7 +16,9 @@ _HOOK: list = []      # the one global optimizer hook handle, registered at the 
 # The timer's own per-step keys: a phase of that name would overwrite one of them, so it is refused.
 RESERVED = frozenset({"step", "t_start", "step_time", "data", "phases", "buckets", "allreduce", "allreduce_calls",
                       "allreduce_bytes", "allreduce_span", "exposed", "wait", "backward_compute", "data_stall",
-                      "bucket_durations", "sync", "forwards", "optimizer_steps", "ready", "host", "wait_for"})
+                      "bucket_durations", "sync", "forwards", "optimizer_steps", "ready", "host", "wait_for",
+                      "computed", "lag", "collectives", "collective_calls", "collective_spans", "hook_time",
+                      "ddp_exposed"})
 
 
 def is_ddp(model) -> bool:
@@ -42,14 +44,23 @@ def _optimizer_stepped(optimizer, args, kwargs) -> None:
         ACTIVE[-1]._optimizer_stepped()
 
 
-def watch_forwards(timer, ddp_model):
+def watch_forwards(timer, ddp_model, compute_end: bool = False) -> list:
     """A forward pre-hook on the DDP model: each forward with gradients is a micro-step, and DDP's
     `require_backward_grad_sync` then says whether its backward will all-reduce (False inside
-    `no_sync()`, or where a script sets it, as nanoGPT does)."""
+    `no_sync()`, or where a script sets it, as nanoGPT does). `compute_end`: also, after such a forward,
+    have the backward's compute end marked (`timing.compute_end`). Returns the hooks' handles."""
     def pre(module, args):
         if torch.is_grad_enabled():
             timer._forwarded(bool(module.require_backward_grad_sync))
-    return ddp_model.register_forward_pre_hook(pre)
+    handles = [ddp_model.register_forward_pre_hook(pre)]
+    if compute_end:
+        from .compute_end import arm
+
+        def post(module, args, out):
+            if torch.is_grad_enabled() and module.require_backward_grad_sync:
+                arm(timer._computed, out)
+        handles.append(ddp_model.register_forward_hook(post))
+    return handles
 
 
 def loader_info(iterable) -> dict | None:

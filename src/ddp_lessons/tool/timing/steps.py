@@ -33,8 +33,11 @@ class StepMarks:
 
     # -- marks ---------------------------------------------------------------
     def _new_step(self):
-        # opened by its first mark; forwards with gradients, their all-reduce (sync), optimizer steps
-        self._cur = {"start": None, "phases": {}, "data": 0.0, "forwards": 0, "sync": None, "opt": 0}
+        # opened by its first mark; forwards with gradients, their all-reduce (sync), optimizer steps;
+        # "computed": the backward's compute end (mode "light", `timing.compute_end`); "coll": the script's
+        # own collectives in the step, as (start, end) marks
+        self._cur = {"start": None, "phases": {}, "data": 0.0, "forwards": 0, "sync": None, "opt": 0,
+                     "computed": None, "coll": []}
         self._buckets = []
 
     def _open_step(self, token):
@@ -83,19 +86,30 @@ class StepMarks:
                              "(a batch fetched inside a step: timer.data_wait())")
         return Phase(self, name) if self.enabled and not self._outside_depth else OFF
 
-    def begin(self, name: str) -> None:
-        """Start phase `name` without a `with` block (hooks that see a start and an end apart)."""
+    def begin(self, name: str, token=None) -> None:
+        """Start phase `name` without a `with` block (hooks that see a start and an end apart), now or at
+        `token` (a `mark()` already made: one mark can end one phase and begin the next)."""
         if self.enabled and not self._outside_depth:
             self._open_phase = getattr(self, "_open_phase", {})
-            token = self.clock.mark()
+            token = self.clock.mark() if token is None else token
             self._open_step(token)
             self._open_phase[name] = token
 
-    def end(self, name: str) -> None:
-        """End phase `name` started by `begin` (nothing if it was not started)."""
+    def end(self, name: str, token=None) -> None:
+        """End phase `name` started by `begin`, now or at `token` (nothing if it was not started)."""
         start = getattr(self, "_open_phase", {}).pop(name, None)
         if start is not None:
-            self._cur["phases"][name] = (start, self.clock.mark())
+            self._cur["phases"][name] = (start, self.clock.mark() if token is None else token)
+
+    def forward_began(self, sync: bool) -> None:
+        """A forward with gradients of the DDP model (a micro-step); `sync`: its backward will all-reduce
+        (the timer sees this by itself unless built with `watch_model=False`)."""
+        self._forwarded(sync)
+
+    def arm_compute_end(self, output) -> bool:
+        """Have the backward through `output` mark its compute's end (mode "light": `timing.compute_end`)."""
+        from .compute_end import arm
+        return arm(self._computed, output)
 
     def outside(self, name: str):
         """Time the enclosed block as work outside the steps named `name` (e.g. "eval"), kept as a named
@@ -140,8 +154,75 @@ class StepMarks:
                 self._cur["data"] += time.perf_counter() - t0
             yield batch
 
-    def _bucket_done(self, index, ready, done, sent_bytes, grad_bytes):
-        self._buckets.append((index, ready, done, sent_bytes, grad_bytes))
+    def _bucket_done(self, index, ready, done, sent_bytes, grad_bytes, sent=None):
+        self._buckets.append((index, ready, done, sent_bytes, grad_bytes, ready if sent is None else sent))
+
+    # -- events, for code that sees the loop from outside it (the doctor's recorder, Lightning's timer) ----
+    def mark(self):
+        """A token of now on the timer's clock (a CUDA event on a GPU), for the methods below."""
+        return self.clock.mark()
+
+    def waited_for_batch(self, token, seconds: float, loader=None) -> None:
+        """The wait for a batch began at `token` and took `seconds` (host time): it opens the step the
+        batch is for; `loader` (a DataLoader) is the one whose settings the result keeps."""
+        if not self.enabled or self._outside_depth:
+            return
+        if self._loader is None and loader is not None:
+            self._loader = context.loader_info(loader)
+        self._open_step(token)
+        self._cur["data"] += seconds
+
+    def outside_span(self, name: str, start, end) -> None:
+        """Work outside the steps named `name`, from token `start` to token `end`."""
+        if self.enabled:
+            self._outside.append((name, start, end))
+
+    def collective(self, start, end) -> None:
+        """A collective the script issued itself (not DDP's gradient all-reduce) from token `start` to
+        `end`, inside the open step."""
+        if self.enabled and self._step_open():
+            self._cur["coll"].append((start, end))
+
+    def optimizer_stepped(self) -> None:
+        """An optimizer step of the open step (the timer sees torch's own optimizers by itself; call this
+        where its global hook is off: `stop_watching_optimizers`)."""
+        self._optimizer_stepped()
+
+    def stop_watching_optimizers(self) -> None:
+        """Leave telling optimizer steps to the caller (`optimizer_stepped`)."""
+        context.unwatch(self)
+
+    def step_is_open(self) -> bool:
+        return self._step_open()
+
+    @property
+    def closed_steps(self) -> int:
+        """Steps closed so far."""
+        return len(self._steps)
+
+    def phase_end(self, name: str):
+        """The token at which phase `name` of the open step ended (None if it has not)."""
+        span = self._cur["phases"].get(name)
+        return span[1] if span else None
+
+    def drop_open_step(self):
+        """Forget the open step and return its first token (None if none was open): a batch waited for
+        and then evaluated was the evaluation's."""
+        start = self._cur["start"]
+        self._new_step()
+        return start
+
+    def wrap_comm_hook(self, hook, state) -> None:
+        """Send with `hook` and `state` (a hook the script registers after the timer, mode "full")."""
+        self._wrap(hook, state)
+
+    def _wrap(self, hook, state) -> None:  # StepTimer's
+        raise NotImplementedError
+
+    def _computed(self) -> None:
+        """The backward's compute ended (an autograd final callback: `timing.compute_end`)."""
+        if self.enabled and not self._outside_depth:
+            self._cur["computed"] = self.clock.mark()
 
     def step_done(self, end=None):
         """Close the current step (call once per optimizer step or micro-step)."""
@@ -153,6 +234,7 @@ class StepMarks:
         if self._optimizer_only(cur):  # an optimizer step timed apart from its micro-step: the same step
             prev = self._steps[-1]
             prev["phases"].update(cur["phases"])
+            prev["coll"] += cur["coll"]
             prev["opt"] += cur["opt"]
             prev["end"] = cur["end"]
             if self._fr is not None:
@@ -169,7 +251,8 @@ class StepMarks:
     def _optimizer_only(self, cur) -> bool:
         """A step of an optimizer step alone (no forward, backward, batch or bucket) right after a
         micro-step that had none: the loop timed `opt.step()` after closing the micro-step."""
-        if not self._steps or cur["forwards"] or cur["data"] or cur["buckets"] or cur.get("data_opened"):
+        if not self._steps or cur["forwards"] or cur["data"] or cur["buckets"] or cur.get("data_opened") or \
+                cur["computed"] is not None:
             return False
         prev = self._steps[-1]
         did_work = prev["forwards"] or "backward" in prev["phases"] or prev["buckets"]

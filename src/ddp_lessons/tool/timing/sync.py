@@ -102,15 +102,17 @@ def _gather(obj, group=None) -> list:
 
 
 def ready_time(step) -> float | None:
-    """When this rank's backward compute finished (seconds since the reference):
-    its last bucket handed over, else (mode "light", `clock["wait_source"]` says so) the
-    backward phase's end minus the exposed part."""
+    """When this rank's backward compute finished (seconds since the reference): its last bucket handed
+    to the backend (mode "full"), else its compute end's mark (mode "light", `timing.compute_end`), else
+    the backward phase's end minus the exposed part (DDP's own timings)."""
     if step["buckets"]:
-        return step["t_start"] + max(b["start"] for b in step["buckets"])
+        return step["t_start"] + max(b.get("sent", b["start"]) for b in step["buckets"])
     bwd = step["phases"].get("backward")
     # a step that sent nothing (a micro-step under no_sync) has no all-reduce to be ready for
     if bwd is None or "exposed" not in step or not step.get("allreduce_calls") or step.get("sync") is False:
         return None
+    if step.get("computed") is not None:
+        return step["t_start"] + step["computed"]
     return step["t_start"] + bwd[1] - step["exposed"]
 
 

@@ -17,17 +17,17 @@ from . import context, light
 from .account import account, run_info, startup_since
 from .clocks import HostClock, cuda_clock
 from .comm import HookState, _register, light_numbers, timed_comm_hook
-from .marks import step_numbers
+from .marks import step_marks, step_numbers
 from .steps import StepMarks
 from .sync import CommonClock, ready_time
 
 __all__ = ["StepTimer", "timed_comm_hook", "MODES"]
 
 MODES = ("full", "light")
-# DDP's timings on a GPU: one step in 10 (and DDP's own first 10). Read every step they cost case 2's 3 ms
-# H200 step +11.1% median against +3.1% for the flight recorder alone (timer-cost-h200x1, 21 paired rounds;
-# the rounds' spread is about +-5%), most of it DDP's wait on its CUDA events: a tenth of the steps, a tenth.
-DDP_SAMPLE_CUDA = 10
+# DDP's own timings are not read on a GPU unless asked (ddp_logging=True or k): DDP waits on its CUDA
+# events of the step before when it records them (a host-device sync in the step; read every step they
+# cost case 2's 3 ms H200 step +11.1% median, timer-cost-h200x1). The backward's compute end comes from an
+# autograd callback instead (`timing.compute_end`), on every step, with no sync.
 KIND = "ddp-lessons/step-timer"   # marks a result as the timer's, whatever else a worker returns
 
 
@@ -67,20 +67,28 @@ class StepTimer(StepMarks):
     to the last all-reduce completing. "light": DDP keeps its own C++ all-reduce and the timer reads DDP's
     own per-iteration timings and, on NCCL, the flight recorder (`timing.light`). None: "light" for a DDP
     model on a GPU with `hook=None`, "full" otherwise. `result()["comm_source"]` names the sources.
-    `ddp_logging`: None reads DDP's timings every `DDP_SAMPLE_CUDA`-th step on a GPU, every step
-    elsewhere; True every step; an int k every k-th step; False never (no `exposed`, no `wait`).
-    `flight_recorder=False` leaves NCCL's recorder alone. `enabled=False` turns every mark into a no-op.
+    In mode "light" each all-reducing step's backward is split at its compute's end, marked from an
+    autograd callback (`timing.compute_end`): `exposed` and the wait for a slower rank on every step.
+    `ddp_logging`: also read DDP's own timings (`allreduce_span`; a cross-check of `exposed`): None every
+    step on CPUs and never on a GPU (on a GPU DDP waits on its events to record them); True every step;
+    an int k every k-th step; False never.
+    `flight_recorder`: on NCCL, read the all-reduces' calls and bytes from its flight recorder (True), and
+    their durations too ("timing": CUDA events around every collective of the group, a change to the
+    user's group the default does not make); False leaves NCCL's recorder alone. `enabled=False` turns every
+    mark into a no-op.
     `group`: the ranks whose clocks are put on one axis (None: the model's process group, else every
     rank). `collectives=False`: no barrier or gather at creation or in `result()` (the waits are then
     worked out afterwards from every rank's result, on one host's clock: `Run`).
     `run_start`: where this run began, for the account's `startup`: "process" (the process's start), a
     `time.perf_counter()` reading, or None. `time_comm=False` times the phases only.
-    `comm_hook()` is the (state, hook) pair to register elsewhere (Lightning).
+    `comm_hook()` is the (state, hook) pair to register elsewhere (Lightning). `watch_model=False`: no hooks
+    on the model; the caller reports its forwards (`forward_began`, `arm_compute_end`: the doctor).
     """
 
     def __init__(self, model=None, device=None, enabled=True, hook=None, state=None,
                  time_comm=True, mode=None, ddp_logging=None, flight_recorder=True,
-                 ring_size=4096, batch_size=None, group=None, run_start="process", collectives=True):
+                 ring_size=4096, batch_size=None, group=None, run_start="process", collectives=True,
+                 watch_model=True):
         startup = startup_since(run_start)  # a bad value is refused before anything is registered
         ddp = context.is_ddp(model)
         self.model = model
@@ -103,15 +111,15 @@ class StepTimer(StepMarks):
         self._send = hook if hook is not None else allreduce_hook  # what timed_comm_hook calls
         self.times_comm = enabled and time_comm and (ddp_model is not None or model is None)
         self._steps, self._buckets, self._outside = [], [], []
+        self.sending = False                     # the timing hook is handing a bucket to its inner hook
         self._outside_depth = self._unfinished = 0
         self._ddp = self._fr = self._loader = self._tensor_step = self._hook_state = None
         self._tensor_rows = {}                   # bytes of each tensor per bucket, from one step (mode "full")
         self._handles = []
         self._epochs, self._pass_starts = 0, []  # passes of timer.data over a loader, and their first steps
-        light_comm = self.mode == "light" and self.times_comm and ddp_model is not None
-        if light_comm and ddp_logging is not False:
-            every = (ddp_logging if type(ddp_logging) is int and ddp_logging > 0 else
-                     1 if ddp_logging is True or device.type != "cuda" else DDP_SAMPLE_CUDA)
+        light_comm = self._light = self.mode == "light" and self.times_comm and ddp_model is not None
+        if light_comm and ddp_logging is not False and (ddp_logging is not None or device.type != "cuda"):
+            every = ddp_logging if type(ddp_logging) is int and ddp_logging > 0 else 1
             self._ddp = light.DDPLogging(ddp_model, sample_every=every)
         self._new_step()
         state, hook = self.comm_hook()
@@ -119,14 +127,14 @@ class StepTimer(StepMarks):
             _register(ddp_model, state, hook)
         if enabled:
             context.watch(self)
-            if ddp_model is not None:
-                self._handles.append(context.watch_forwards(self, ddp_model))
+            if ddp_model is not None and watch_model:
+                self._handles += context.watch_forwards(self, ddp_model, compute_end=light_comm)
         self._startup = startup
         # the barrier every member passes (none with collectives=False)
         self._sync = CommonClock(self.clock, device, enabled, self.group, collective=collectives)
         # after that barrier: the recorder keeps the collectives created from here on, not the barrier's
         if light_comm and flight_recorder and light.is_nccl(ddp_model) and light.flight_recorder_available():
-            self._fr = light.FlightRecorderSource(ddp_model.process_group)
+            self._fr = light.FlightRecorderSource(ddp_model.process_group, enable_timing=flight_recorder == "timing")
 
     def comm_hook(self):
         """(state, hook) to register on the DDP model: the timing hook around
@@ -182,37 +190,35 @@ class StepTimer(StepMarks):
         t_end, end = self._sync.point()
         marks = [self._sync.ref, end]
         for s in self._steps:
-            marks += [s["start"] if s["start"] is not None else s["end"], s["end"]]
-            for a, b in s["phases"].values():
-                marks += [a, b]
-            for _, ready, done, *_ in s["buckets"]:
-                marks += [ready, done]
+            marks += step_marks(s)
         for _, a, b in self._outside:
             marks += [a, b]
         host = getattr(self.clock, "host_seconds", None)
         values = iter(self.clock.seconds(marks))
         origin = next(values)
         wall = next(values) - origin
-        steps = [step_numbers(i, s, values, origin, host) for i, s in enumerate(self._steps)]
+        host_ref = host(self._sync.ref) if host is not None else None
+        steps = [step_numbers(i, s, values, origin, host, host_ref) for i, s in enumerate(self._steps)]
         outside = [{"name": n, "start": next(values) - origin, "end": next(values) - origin}
                    for n, _, _ in self._outside]
-        if self._ddp is not None or self._fr is not None:
-            out["comm_source"] = light_numbers(steps, self._ddp, self._fr, self.device)
+        if self._light:
+            out["comm_source"] = light_numbers(steps, self._ddp, self._fr, self.device, self.model)
         else:
             out["comm_source"] = "hook" if self.times_comm and self.mode == "full" else "none"
         if self._fr is not None:
             out["flight_recorder"] = self._fr.info
         if self._ddp is not None:
             out["ddp_logging"] = {"sample_every": self._ddp.sample_every,
-                                  "steps_with_exposed": sum("exposed" in s for s in steps)}
+                                  "steps_read": sum("ddp_exposed" in s for s in steps)}
         out["data_passes"], out["pass_starts"] = self._epochs, list(self._pass_starts)
-        for s in steps:  # this rank's backward end on its own axis (seconds since its reference)
+        for s in steps:  # this rank's backward compute's end on its own axis (seconds since its reference)
             s["ready"] = ready_time(s)
         clock, waits = self._sync.finish(wall, t_end, [s["ready"] for s in steps])
         for s, w in zip(steps, waits, strict=True):
             if w is not None:  # the part of `exposed` spent waiting for the slowest rank
                 s["wait"] = min(max(0.0, w), s.get("exposed", 0.0))
-        clock["wait_source"] = "buckets" if self.mode == "full" else "backward end - exposed"
+        clock["wait_source"] = ("buckets" if self.mode == "full" else "compute end" if
+                                any("computed" in s for s in steps) else "backward end - exposed")
         clock["kind"] = "cuda events" if host is not None else "host"
         out["model"] = self._model_info()
         out["loader"] = self._loader

@@ -1,6 +1,6 @@
 """Put first on PYTHONPATH by `python -m ddp_lessons doctor` in the processes it starts (and their
 children: torchrun's ranks, Lightning's re-run script): once `torch` is imported, the doctor's
-recorder is installed in this process (`ddp_lessons.tool.doctor.inject`). Without the doctor's
+rank half is installed in this process (`ddp_lessons.tool.doctor.rank.inject`). Without the doctor's
 environment variable it does nothing. Any other sitecustomize on the path runs after it, as it would have.
 """
 
@@ -35,13 +35,17 @@ def _after_torch():
 
 
 def _inject():
-    """The doctor's inject module, loaded by its path: importing the package here could meet a
-    script that is importing it itself at this moment."""
+    """The doctor's rank half (`ddp_lessons.tool.doctor.rank.inject`), loaded by its path under its own
+    name: importing the package here could meet a script that is importing it itself at this moment."""
     import importlib.util
+    name = "ddp_lessons.tool.doctor.rank.inject"
+    if name in sys.modules:
+        return sys.modules[name]
     here = os.path.dirname(os.path.abspath(__file__))
-    path = os.path.join(here, "ddp_lessons", "tool", "doctor", "inject.py")
-    spec = importlib.util.spec_from_file_location("ddp_lessons_doctor_inject", path)
+    path = os.path.join(here, "ddp_lessons", "tool", "doctor", "rank", "inject.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
 

@@ -1,0 +1,281 @@
+"""One rank's recorder: what torch's hooks report (forwards, `autograd.backward`, optimizer steps, the
+loader's batches and start, `torch.save`, the script's collectives) becomes a `StepTimer`'s steps through
+its public event methods; the result is written when the script ends (`wire.write_rank`).
+
+A micro-step opens at the wait for its batch (or its forward with gradients) and closes at its optimizer
+step, else at its backward's end once the next batch, forward or evaluation begins. Forwards without
+gradients between steps are evaluation; checkpoints, a loader's start and collectives between steps are
+named apart. One mark serves where nothing runs between two points (a forward's end is its backward's
+start). On a GPU a few steps can be profiled for the GPU's busy share (`profile`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+EVALUATION = "evaluation (forwards without gradients)"
+CHECKPOINT = "checkpoint (torch.save)"
+LOADER_START = "loader start-up (its workers starting, to the first batch)"
+COLLECTIVES = "collectives the script issued between steps"
+DOCTOR_OWN = "the doctor's own profiler (starting and stopping it)"   # not the run's: said apart
+
+
+class Recorder:
+    EVALUATION, CHECKPOINT, LOADER_START, COLLECTIVES = EVALUATION, CHECKPOINT, LOADER_START, COLLECTIVES
+    profile_module: Any = None    # `rank.profile`, set by `inject`
+
+    def __init__(self, settings, wire):
+        self.settings, self.wire = settings, wire
+        self.inherited: list = []
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh recorder for this process (also in a forked child: nothing of the parent's is timed;
+        what the parent's held is kept, not freed, since a forked child must not free CUDA objects)."""
+        if getattr(self, "timer", None) is not None:
+            self.inherited.append((self.timer, self.models))
+        self.pid = os.getpid()
+        self.timer: Any = None
+        self.models: list = []        # (module, is the DDP wrapper) whose forwards are training forwards
+        self.opened = False           # a micro-step is open
+        self.bwd_end = None           # the open micro-step's backward end (a clock token)
+        self.bwd_name = "backward"
+        self.eval_start = self.eval_end = None
+        self.depth = 0                # nesting of forwards of our models (DDP calls its module inside)
+        self.in_collective = 0
+        # a loader's start: its tokens (iterated, its first batch waited for, arrived) until its batch's use is known
+        self.pending_start: dict | None = None
+        self.opt_steps = 0
+        self.window: list = [None, None]    # host perf_counter: the measured window's start and end
+        self.hook_s, self.hook_calls = 0.0, 0
+        self.module_calls = 0         # calls of the models the hooks watch
+        self.per_call_s = self.dispatch_s = 0.0   # the hooks' cost they do not count themselves, per call
+        self.notes: list[str] = []
+        self.finished = self.stopping = self.interrupted = False
+        self.failed: str | None = None
+        self.profiler = None
+        self.busy: dict | None = None
+
+    # -- the timer -------------------------------------------------------------
+    def attach(self, model, ddp: bool) -> None:
+        """A DDP model (or, without one, the first model trained) was built: time it (the first one; a
+        second DDP model is noted, not timed)."""
+        from ddp_lessons.tool.timing import StepTimer
+        if self.finished:
+            return
+        if self.timer is not None:
+            self.notes.append("a second DistributedDataParallel model was built: only the first is timed")
+            return
+        self.timer = StepTimer(model, collectives=False, watch_model=False)
+        self.timer.stop_watching_optimizers()   # the recorder tells it of each step, before closing it
+        self.models = [(model, True), (model.module, False)] if ddp else [(model, False)]
+
+    @property
+    def model(self):
+        return self.models[0][0] if self.models else None
+
+    def mark(self):
+        return self.timer.mark()
+
+    # -- events ----------------------------------------------------------------
+    def forward(self, module, grad: bool) -> None:
+        if self.depth or self.timer is None:
+            return
+        if grad:
+            self._end_eval()
+            if self.opened and self.bwd_end is not None:   # the next micro-step: close the last one
+                self._close(self.bwd_end)
+            self._loader_start(training=True)
+            self.opened = True
+            if module is self.models[0][0] and self.models[0][1]:
+                self.timer.forward_began(bool(module.require_backward_grad_sync))
+            self.timer.begin("forward")
+            self.bwd_name = "backward"
+            return
+        if self.opened and self.bwd_end is not None:
+            self._close(self.bwd_end)
+        start = self._loader_start(training=False)
+        if self.opened:   # a batch waited for, then evaluated: the wait was the evaluation's
+            dropped = self.timer.drop_open_step()
+            start = start if start is not None else dropped
+            self.opened = False
+        if self.eval_start is None:
+            self.eval_start = start if start is not None else self.mark()
+
+    def forward_done(self, module, grad: bool, out) -> None:
+        if self.depth or self.timer is None:
+            return
+        if grad and self.opened and self.timer.mode == "light" and module is self.models[0][0] and \
+                self.models[0][1] and module.require_backward_grad_sync:
+            self.timer.arm_compute_end(out)
+        elif not grad and self.eval_start is not None:
+            self.eval_end = self.mark()
+
+    def backward(self, begin: bool) -> None:
+        if not self.opened or self.timer is None:
+            return
+        token = self.mark()
+        if begin:
+            self.timer.end("forward", token)   # the forward (and the loss) ends where the backward begins
+            self.bwd_name = "backward" if self.timer.phase_end("backward") is None else "backward 2"
+            self.timer.begin(self.bwd_name, token)
+        else:
+            self.timer.end(self.bwd_name, token)
+            self.bwd_end = token
+
+    def optimizer(self, begin: bool) -> None:
+        if self.timer is None or not self.opened:
+            return
+        if begin:   # what ran since the backward (clipping, unscaling) is the optimizer step's
+            self.timer.begin("optimizer", self.bwd_end)
+            return
+        end = self.mark()
+        self.timer.end("optimizer", end)
+        self.timer.optimizer_stepped()
+        self._close(end)
+        self.opt_steps += 1
+        self._window(time.perf_counter())
+
+    def _window(self, now: float) -> None:
+        s, n = self.settings, self.opt_steps
+        if n == s.warmup and s.profile and self.timer.device.type == "cuda":
+            self._profile_start()
+        first = s.warmup + (s.profile if self.busy is not None or self.profiler is not None else 0)
+        if self.profiler is not None and n == first:
+            self._profile_stop()
+            now = time.perf_counter()   # the window starts after the profiler stopped
+        if n == first:
+            self.window[0] = now
+        elif n > first:
+            self.window[1] = now
+        if s.steps and n == first + s.steps:
+            self.stopping = True
+
+    def data(self, begin: bool, token=None, loader=None):
+        """Around a loader's `next()`: returns the token `begin` made, to hand back at the end."""
+        if self.timer is None:
+            return None
+        p = self.pending_start
+        if begin:
+            if self.opened and self.bwd_end is not None:
+                self._close(self.bwd_end)
+            t = self.mark()
+            if p is not None and p["loader"] is loader and p["b"] is None:
+                p["b"] = t
+            return (t, time.perf_counter())
+        if p is not None and p["loader"] is loader and p["c"] is None:
+            p["c"] = self.mark()   # its first batch is here: the start's end, if an evaluation takes it
+        if token is None or self.eval_start is not None:
+            return None   # inside an evaluation: its own time
+        mark, t0 = token
+        self.timer.waited_for_batch(mark, time.perf_counter() - t0, loader)
+        self.opened = True
+        return None
+
+    def loader_started(self, start, loader) -> None:
+        """A loader with workers was iterated from token `start`: its workers start, its first batch
+        comes next. Named apart once its first batch's use is known (`_loader_start`)."""
+        if self.timer is not None and self.eval_start is None:
+            self._loader_start(training=True)
+            self.pending_start = {"loader": loader, "a": start, "b": None, "c": None}
+
+    def _loader_start(self, training: bool):
+        """A pending loader start, now that its batch's use is known. Training: up to the wait for its first
+        batch (that wait is the step's data wait, as every other). Evaluation: up to its first batch (the
+        evaluation starts there); returns that token."""
+        p, self.pending_start = self.pending_start, None
+        if p is None:
+            return None
+        if training or p["c"] is None:
+            self.timer.outside_span(LOADER_START, p["a"], p["b"] if p["b"] is not None else self.mark())
+            return None
+        self.timer.outside_span(LOADER_START, p["a"], p["c"])
+        return p["c"]
+
+    def outside(self, name: str, begin: bool, token=None):
+        if self.timer is None:
+            return None
+        if begin:
+            if self.opened and self.bwd_end is not None:
+                self._close(self.bwd_end)
+            self._end_eval()
+            return self.mark()
+        if token is not None:
+            self.timer.outside_span(name, token, self.mark())
+        return None
+
+    def collective(self, begin: bool, token=None):
+        """Around a collective the script calls itself (`torch.distributed.all_reduce`, a barrier, ...)."""
+        if self.timer is None or self.timer.sending:   # DDP's own all-reduce, through the timing hook
+            return None
+        if begin:
+            self.in_collective += 1
+            return self.mark() if self.in_collective == 1 else None
+        self.in_collective -= 1
+        if token is None:
+            return None
+        end = self.mark()
+        if self.opened:
+            self.timer.collective(token, end)
+        elif self.eval_start is None and self.timer.closed_steps:   # in an evaluation: the evaluation's;
+            self.timer.outside_span(COLLECTIVES, token, end)          # before the first step: start-up
+        return None
+
+    def _end_eval(self):
+        if self.eval_start is not None:
+            end = self.eval_end if self.eval_end is not None else self.mark()
+            self.timer.outside_span(EVALUATION, self.eval_start, end)
+            self.eval_start = self.eval_end = None
+
+    def _close(self, end=None):
+        self.timer.step_done(end)
+        self.opened, self.bwd_end = False, None
+
+    # -- the GPU's busy share ------------------------------------------------------
+    def _profile_start(self) -> None:
+        a = self.mark()
+        self.profiler = self.profile_module.start()
+        self.busy = {"first_step": self.timer.closed_steps, "steps": self.settings.profile}
+        if self.profiler is None:
+            self.busy["error"] = "the profiler could not start"
+        self.timer.outside_span(DOCTOR_OWN, a, self.mark())
+
+    def _profile_stop(self) -> None:
+        prof, self.profiler = self.profiler, None
+        assert self.busy is not None
+        a = self.mark()
+        self.busy.update(self.profile_module.stop(prof))
+        self.busy["last_step"] = self.timer.closed_steps - 1
+        self.timer.outside_span(DOCTOR_OWN, a, self.mark())
+
+    # -- the end ---------------------------------------------------------------
+    def finish(self, reason: str) -> None:
+        """Write this rank's result (once, from the process that made the recorder)."""
+        if self.finished or os.getpid() != self.pid or self.timer is None:
+            return
+        self.finished = True
+        if self.profiler is not None:
+            self._profile_stop()
+        self._end_eval()
+        if self.opened and self.bwd_end is not None:
+            self._close(self.bwd_end)
+        if self.pending_start is not None and not self.opened:
+            self._loader_start(training=True)
+        result = self.timer.result()
+        if self.interrupted and reason in self.wire.REACHED_END:
+            reason = self.wire.INTERRUPTED
+        elif self.failed and reason in self.wire.REACHED_END:
+            reason = self.failed
+        w = self.wire
+        untimed = self.hook_calls * self.per_call_s + self.module_calls * self.dispatch_s
+        report = w.RankReport(reason, self.opt_steps, self.settings.warmup, self.window, self.hook_s,
+                              self.hook_calls, self.notes, self.pid, self.settings.knobs.as_dict(),
+                              "ddp" if self.models[:1] and self.models[0][1] else "plain", self.busy,
+                              result.get("start_method"), untimed)
+        w.write_rank(self.settings.out_dir, int(result.get("rank", os.environ.get("RANK", 0))), result, report)
+        # Let go of the model (and through DDP, its process group): a script that frees its model before
+        # destroy_process_group frees the group there and ends without gloo's threads, as it does alone.
+        self.timer = None
+        self.models = []
