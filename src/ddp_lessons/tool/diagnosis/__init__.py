@@ -4,9 +4,9 @@ measures (one rank's totals) ; waits (each wait charged to what made the late ra
 (world size, core budget, clock: what advice depends on) ; findings (each cause decided, with its
 thresholds) ; communication (the all-reduce's findings and the script's own collectives) ; host
 (host-bound GPU steps, from a busy share) ; advice (what to change, written for the run) ; causes (the
-fixed vocabulary) ; report (`Diagnosis`, `Finding`) ; ranking (`diagnose(run)`) ; side_by_side (`compare(runs)`: per-phase
-medians, throughput, speed-up and efficiency with the spread of repeats) ; cli (`python -m ddp_lessons
-diagnose RECORD` and `compare RECORD ...`).
+fixed vocabulary) ; report (`Diagnosis`, `Finding`) ; ranking (`diagnose(run)`) ; side_by_side
+(`compare(runs)`: per-phase medians, throughput, speed-up and efficiency with the spread of repeats) ;
+cli (`python -m ddp_lessons diagnose RECORD` and `compare RECORD ...`).
 """
 
 from .causes import CAUSES
