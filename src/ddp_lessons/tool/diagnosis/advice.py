@@ -135,10 +135,21 @@ def threads(host, n: int) -> str:
             "environment (torchrun sets 1 when it starts several ranks; mp.spawn and a plain python do not)")
 
 
-def loader_start(loader: dict, start_method: str | None) -> str:
-    """A loader's workers starting, at every pass over it."""
-    out = ("its workers start at every pass over the loader: persistent_workers=True starts them once; fewer "
-           "workers start sooner")
+def evaluation(world: int, sharded: bool) -> str:
+    if sharded:
+        return "each rank evaluates its shard already (a DistributedSampler): do it less often, or on fewer samples"
+    return (f"each rank evaluates the whole set (its loader has no DistributedSampler): it is done {world} times over; "
+            f"a DistributedSampler on it and the metric all-reduced saves about {1 - 1 / world:.0%} of it")
+
+
+def loader_start(loader: dict, start_method: str | None, why: str = "") -> str:
+    """A loader's workers starting (and stopping), at every pass over it."""
+    if why.startswith("its") and "over the" in why:
+        out = (f"{why}: each pass starts them again beside the ranks, which need every core; fewer workers (none, "
+               "where no core is spare), and the per-sample work done once or more cheaply")
+    else:
+        out = ("its workers start at every pass over the loader: persistent_workers=True starts them once; fewer "
+               "workers start sooner")
     if start_method in ("spawn", "forkserver"):
         out += ("; the ranks were spawned, so their loaders spawn their workers too, each importing torch: "
                 "DataLoader(multiprocessing_context='fork') starts them in a fraction of that where the rank "

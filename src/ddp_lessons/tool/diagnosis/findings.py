@@ -26,16 +26,19 @@ LAST_BUCKET_SHARE = 0.5
 # Loader workers the doctor tries at most per rank (common practice is 4 to 8, tuned by the data wait):
 # every spare core would leave none for the pin-memory thread, NCCL's proxy or the driver.
 MOST_WORKERS = 8
-LOADER_START = "loader start-up"   # the doctor's name for a loader's workers starting begins so
+LOADER_START = "loader workers"    # the doctor's name for a loader's workers starting and stopping begins so
 OWN = "the doctor's own"           # work outside the steps that is the doctor's, not the run's: a note
+EVALUATION = "evaluation"          # the doctor's name for forwards without gradients between steps begins so
 
 
 def _fmt(per) -> str:
     return ", ".join("-" if x is None else f"{x:.3g}" for x in per)
 
 
-def make(cause, what, per, ms, detail, change, status="measured", needs_code=False, floor=True, knob=None):
-    """A Finding at the rank where `per` is largest; None under MIN_SHARE of that rank's window."""
+def make(cause, what, per, ms, detail, change, status="measured", needs_code=False, floor=True, knob=None,
+         saves=None):
+    """A Finding at the rank where `per` is largest; None under MIN_SHARE of that rank's window. `saves`:
+    the fraction of its seconds the change would save, where not all of them (a model)."""
     vals = [x or 0.0 for x in per]
     i = max(range(len(ms)), key=vals.__getitem__)
     m, secs = ms[i], vals[i]
@@ -43,10 +46,11 @@ def make(cause, what, per, ms, detail, change, status="measured", needs_code=Fal
     if floor and window_share < MIN_SHARE:
         return None
     return Finding(cause, what, secs, secs / m["wall"] if m["wall"] > 0 else 0.0, list(vals), detail, change,
-                   CAUSES[cause][1], status, window_share, m["rank"], needs_code, knob)
+                   CAUSES[cause][1], status, window_share, m["rank"], needs_code, knob,
+                   None if saves is None else saves * window_share)
 
 
-def outside(ms, att, world, run=None) -> list:
+def outside(ms, att, world, run=None, setting=None) -> list:
     out = []
     for name in dict.fromkeys(n for m in ms for n in m["outside"] if not n.startswith(OWN)):
         own = [m["outside"].get(name, 0.0) for m in ms]
@@ -54,16 +58,41 @@ def outside(ms, att, world, run=None) -> list:
         detail = f"{name!r} s per rank: {_fmt(own)}"
         if any(waited):
             detail += f"; the others' waits for it, s per rank: {_fmt(waited)} (counted here, not as waiting)"
-        knob = None
+        knob, saves = None, None
         if name.startswith(LOADER_START):
             loader = (run[0].loader if run is not None else None) or {}
-            change, code = advice.loader_start(loader, run[0].timer.get("start_method") if run else None), False
-            knob = {"loader": {"persistent_workers": True}} if not loader.get("persistent_workers") else None
+            knob, why = loader_knob(loader, setting)
+            change, code = advice.loader_start(loader, run[0].timer.get("start_method") if run else None, why), False
         else:
             change, code = advice.outside(world, own, waited)
+            sharded = _eval_sharded(run) if run is not None and name.startswith(EVALUATION) else None
+            if sharded is not None and world > 1 and max(own) <= 1.5 * min(own):
+                change, saves = advice.evaluation(world, sharded), (None if sharded else 1 - 1 / world)
         out.append(make(OUTSIDE, name, [a + b for a, b in zip(own, waited, strict=True)], ms, detail, change,
-                        needs_code=code, knob=knob))
+                        needs_code=code, knob=knob, saves=saves))
     return out
+
+
+def _eval_sharded(run) -> bool | None:
+    """Whether the evaluations' loaders gave each rank its shard (every one a DistributedSampler's), from the
+    doctor's record of them; None where unknown."""
+    loaders = [x for r in run for x in (r.timer.get("doctor") or {}).get("eval_loaders") or []]
+    if not loaders or any("sharded" not in x for x in loaders):
+        return None
+    return all(x["sharded"] for x in loaders)
+
+
+def loader_knob(loader: dict, setting) -> tuple[dict | None, str]:
+    """The knob for a loader's workers starting at every pass: fewer workers where they are over the spare
+    cores a rank has (no spare core: none, the work back in the rank), else persistent workers."""
+    workers = loader.get("num_workers") or 0
+    spare = setting.spare_per_rank() if setting is not None else None
+    if spare is not None and workers > max(0, spare):
+        return ({"loader": {"num_workers": max(0, spare)}},
+                f"its {workers} worker(s) a rank are over the {max(0, spare)} spare core(s) a rank has")
+    if workers and not loader.get("persistent_workers"):
+        return {"loader": {"persistent_workers": True}}, "its workers start at every pass"
+    return None, ""
 
 
 def waiting(ms, att, setting) -> list:

@@ -45,7 +45,7 @@ def diagnose(run, epochs: float | None = None, iterations: int | None = None, li
         notes.append(line)
         for m, a in zip(ms, att["ranks"], strict=True):
             _scale(m, a, factor)
-    found = F.outside(ms, att, world, run)
+    found = F.outside(ms, att, world, run, setting)
     if world > 1:   # many small buckets first: the exposed transfer is theirs then
         found += [C.small_buckets(ms, run, setting)]
         found += F.waiting(ms, att, setting) + C.transfer(ms, run, setting) + [C.accumulation(ms, setting, notes)]

@@ -23,7 +23,8 @@ class Finding:
     (inferred, not seen: `python -m ddp_lessons doctor --confirm` measures what the change saves);
     `needs_code`: the change needs the user's code (not a setting a run can be given); `knob`: the
     setting that tests it where one does, as the doctor applies it ({"ddp": {...}}, {"loader": {...}},
-    {"threads": n}, {"hook": "bf16"})."""
+    {"threads": n}, {"hook": "bf16"}); `saves`: where the change removes only part of the seconds, the share
+    of the window it would save (a model: evaluation done N times over, sharded, saves 1 - 1/N of it)."""
     cause: str
     what: str
     seconds: float
@@ -37,6 +38,7 @@ class Finding:
     rank: int = 0
     needs_code: bool = False
     knob: dict | None = None
+    saves: float | None = None
 
     @property
     def label(self) -> str:

@@ -182,7 +182,9 @@ def ranked(diagnosis, confirmed: list[dict]) -> list[tuple[str, float, str]]:
     out = [(f"{c['knob']} ({c['cause']})" if c["cause"] else c["knob"], 1 - c["compare"]["median_ratio"],
             "saved, paired rounds") for c in confirmed if c["verdict"].startswith("confirmed")]
     tried = {c["cause"] for c in confirmed}
-    out += [(f.label, f.window_share, f"{f.status} in the diagnosed run, needs your code")
+    out += [(f.label, f.window_share if f.saves is None else f.saves,
+             f"{f.status} in the diagnosed run, needs your code" + ("" if f.saves is None else
+                                                                    "; the part the change saves, modelled"))
             for f in diagnosis.findings if f.needs_code and f.label not in tried]
     return sorted(out, key=lambda x: -x[1])
 

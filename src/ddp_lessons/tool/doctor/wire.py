@@ -108,6 +108,7 @@ class RankReport:
     busy: dict | None = None
     start_method: str | None = None
     untimed_s: float = 0.0      # what the hooks cost outside what they time, from a calibration per call
+    eval_loaders: list = field(default_factory=list)   # the loaders evaluations took batches from
 
 
 def rank_file(out_dir: str, rank: int) -> str:

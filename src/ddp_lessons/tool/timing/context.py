@@ -67,10 +67,14 @@ def loader_info(iterable) -> dict | None:
     """A DataLoader's settings that decide how batches are prepared; None for other iterables."""
     if not hasattr(iterable, "num_workers"):
         return None
+    sampler = getattr(iterable, "sampler", None)
     return {"num_workers": int(iterable.num_workers), "persistent_workers": bool(getattr(iterable, "persistent_workers",
                                                                                         False)),
             "pin_memory": bool(getattr(iterable, "pin_memory", False)),
-            "batch_size": getattr(iterable, "batch_size", None)}
+            "batch_size": getattr(iterable, "batch_size", None),
+            # a DistributedSampler (or one like it: it knows its replicas) gives each rank its shard
+            "sampler": type(sampler).__name__ if sampler is not None else None,
+            "sharded": sampler is not None and hasattr(sampler, "num_replicas")}
 
 
 def model_info(model, ddp: bool) -> dict:

@@ -11,6 +11,7 @@ from typing import Any
 
 REC: Any = None
 TIMED: Any = None
+ENDED: Any = None    # the recorder's `loader_ended`, timed
 
 
 def install(rec, timed, overrides: dict) -> None:
@@ -21,7 +22,9 @@ def install(rec, timed, overrides: dict) -> None:
 
 def arm() -> None:
     """A model is timed: batches are timed from now on."""
+    global ENDED
     _Batches.data = TIMED(REC.data)
+    ENDED = TIMED(REC.loader_ended)
 
 
 def _loader(overrides: dict):
@@ -70,6 +73,10 @@ class _Batches:
         if data is None or REC.timer is None:
             return next(self.inner)
         token = data(True)
-        batch = next(self.inner)   # the end of the loader (StopIteration) opens no step
+        try:
+            batch = next(self.inner)   # the end of the loader (StopIteration) opens no step
+        except StopIteration:
+            ENDED(token, self.loader)
+            raise
         data(False, token, self.loader)
         return batch

@@ -17,7 +17,7 @@ from typing import Any
 
 EVALUATION = "evaluation (forwards without gradients)"
 CHECKPOINT = "checkpoint (torch.save)"
-LOADER_START = "loader start-up (its workers starting, to the first batch)"
+LOADER_START = "loader workers starting and stopping (at each pass over a loader)"
 COLLECTIVES = "collectives the script issued between steps"
 DOCTOR_OWN = "the doctor's own profiler (starting and stopping it)"   # not the run's: said apart
 
@@ -57,6 +57,8 @@ class Recorder:
         self.failed: str | None = None
         self.profiler = None
         self.busy: dict | None = None
+        self.eval_loaders: list = []      # the settings of the loaders whose batches evaluations took
+        self.last_loader = None
 
     # -- the timer -------------------------------------------------------------
     def attach(self, model, ddp: bool) -> None:
@@ -98,6 +100,7 @@ class Recorder:
             self._close(self.bwd_end)
         start = self._loader_start(training=False)
         if self.opened:   # a batch waited for, then evaluated: the wait was the evaluation's
+            self._eval_loader(self.last_loader)
             dropped = self.timer.drop_open_step()
             start = start if start is not None else dropped
             self.opened = False
@@ -167,7 +170,9 @@ class Recorder:
             return (t, time.perf_counter())
         if p is not None and p["loader"] is loader and p["c"] is None:
             p["c"] = self.mark()   # its first batch is here: the start's end, if an evaluation takes it
+        self.last_loader = loader
         if token is None or self.eval_start is not None:
+            self._eval_loader(loader)
             return None   # inside an evaluation: its own time
         mark, t0 = token
         self.timer.waited_for_batch(mark, time.perf_counter() - t0, loader)
@@ -177,9 +182,16 @@ class Recorder:
     def loader_started(self, start, loader) -> None:
         """A loader with workers was iterated from token `start`: its workers start, its first batch
         comes next. Named apart once its first batch's use is known (`_loader_start`)."""
-        if self.timer is not None and self.eval_start is None:
+        if self.timer is not None:
+            self._end_eval()   # an evaluation ends at its last forward; what follows is this loader's
             self._loader_start(training=True)
             self.pending_start = {"loader": loader, "a": start, "b": None, "c": None}
+
+    def loader_ended(self, token, loader) -> None:
+        """A loader with workers ran out of batches from the wait that began at `token`: its workers are
+        shut down (joined) before `next()` raises StopIteration, outside any step."""
+        if self.timer is not None and token is not None and loader.num_workers:
+            self.timer.outside_span(LOADER_START, token[0], self.mark())
 
     def _loader_start(self, training: bool):
         """A pending loader start, now that its batch's use is known. Training: up to the wait for its first
@@ -222,6 +234,11 @@ class Recorder:
         elif self.eval_start is None and self.timer.closed_steps:   # in an evaluation: the evaluation's;
             self.timer.outside_span(COLLECTIVES, token, end)          # before the first step: start-up
         return None
+
+    def _eval_loader(self, loader) -> None:
+        if loader is not None and not any(e[0] is loader for e in self.eval_loaders):
+            from ddp_lessons.tool.timing.context import loader_info
+            self.eval_loaders.append((loader, loader_info(loader)))
 
     def _end_eval(self):
         if self.eval_start is not None:
@@ -273,9 +290,9 @@ class Recorder:
         report = w.RankReport(reason, self.opt_steps, self.settings.warmup, self.window, self.hook_s,
                               self.hook_calls, self.notes, self.pid, self.settings.knobs.as_dict(),
                               "ddp" if self.models[:1] and self.models[0][1] else "plain", self.busy,
-                              result.get("start_method"), untimed)
+                              result.get("start_method"), untimed, [info for _, info in self.eval_loaders])
         w.write_rank(self.settings.out_dir, int(result.get("rank", os.environ.get("RANK", 0))), result, report)
         # Let go of the model (and through DDP, its process group): a script that frees its model before
         # destroy_process_group frees the group there and ends without gloo's threads, as it does alone.
         self.timer = None
-        self.models = []
+        self.models, self.eval_loaders, self.last_loader = [], [], None
