@@ -7,7 +7,7 @@ loop is timed by the workload's own clock (`loop_s`, from a barrier before the l
 GPU (`--cuda`): benchmarks/workloads/gpu_mlp.py under torchrun with NCCL on every visible GPU, at each
 `--config` WIDTHxDEPTHxBATCH (steps of 1 to 5 ms: a narrow deep MLP whose step the host paces, a wide one
 the GPU does); the reading is the script's own median step time over windows of 50 steps. Arms: the
-command alone, under the doctor, and under the doctor without its profiled steps (the first config only).
+command alone and under the doctor (whole runs: no --steps, so no profiled steps after them).
 The doctor's own report of its cost (its hooks' host time over its window) is kept beside each round, to
 be set against the paired measurement.
 
@@ -76,7 +76,7 @@ def run_once(which: str, cmd: list[str], tag: str, key: str, tries: int = 3) -> 
     for _ in range(tries):
         load = os.getloadavg()[0]
         if which.startswith("doctor"):
-            ran = command.run(cmd, capture=True, timeout=TIMEOUT_S, profile=0 if which == "doctor-noprofile" else 5)
+            ran = command.run(cmd, capture=True, timeout=TIMEOUT_S)
             out, extra = ran.stdout or "", self_cost(ran.ranks)
         else:
             out = _plain(cmd)
@@ -137,11 +137,11 @@ def main():
     else:
         import torch
         nproc, res, config = torch.cuda.device_count(), {"configs": {}}, {"configs": a.config or list(GPU_CONFIGS)}
-        for i, cfg in enumerate(config["configs"]):
+        for cfg in config["configs"]:
             if a.budget_s and time.time() - t0 > a.budget_s:
                 break
             cmd = gpu_command(cfg, nproc)
-            arms = ["plain", "doctor"] + (["doctor-noprofile"] if i == 0 else [])
+            arms = ["plain", "doctor"]
             runs, elapsed = interleaved(arms, a.rounds, lambda w, cmd=cmd, cfg=cfg: _logged(
                 a.log, cfg, w, run_once(w, cmd, "GPU_MLP", "step_s")), key="step_s")
             res["configs"][cfg] = {"command": cmd, "runs": runs, "arms": summarise(runs, "step_s"),

@@ -28,19 +28,22 @@ def one(slow_ms: float, steps: int, backend: str, where: str = "host") -> dict:
     cmd = [torchrun, "--standalone", "--nproc_per_node", "2", str(WORKLOAD), "--backend", backend, "--width", "512",
            "--depth", "4", "--batch", "512", "--steps", str(steps), "--slow-rank", "1", "--slow-ms", str(slow_ms),
            "--slow-on", where]
-    ran = command.run(cmd, capture=True, timeout=300)
+    # --steps: the doctor stops the run after them and profiles 5 more for the GPU's busy share
+    ran = command.run(cmd, steps=steps - 20, capture=True, timeout=300, profile=5)
     if len(ran.ranks) < 2:
         return {"slow_ms": slow_ms, "error": f"{len(ran.ranks)} rank(s) timed, exit {ran.returncode}",
                 "stdout": (ran.stdout or "")[-2000:]}
     d = diagnose(Run(ran.ranks))
     wait = d.finding(WAITING)
-    return {"slow_ms": slow_ms, "slow_on": where, "steps": steps, "planted_s": slow_ms * 1e-3 * steps,
+    n = len(ran.ranks[0]["steps"])
+    return {"slow_ms": slow_ms, "slow_on": where, "steps": n, "planted_s": slow_ms * 1e-3 * n,
+            "busy": [r.get("doctor", {}).get("busy") for r in ran.ranks],
             "comm_source": ran.ranks[0].get("comm_source"), "mode": ran.ranks[0].get("mode"),
             "causes": d.causes, "waiting": None if wait is None else {"seconds": wait.seconds, "detail": wait.detail,
                                                                         "per_rank": wait.per_rank},
             "jitter_s": (d.finding(JITTER) or wait or d).seconds if d.finding(JITTER) else 0.0,
             "waited_rank0_s": sum(s.get("wait") or 0.0 for s in ran.ranks[0]["steps"]),
-            "steps_with_wait": sum("wait" in s for s in ran.ranks[0]["steps"]), "n_steps": len(ran.ranks[0]["steps"]),
+            "steps_with_wait": sum("wait" in s for s in ran.ranks[0]["steps"]), "n_steps": n,
             "diagnosis": str(d)}
 
 
@@ -60,7 +63,7 @@ def main():
     for k in ("planted", "none", "planted_gpu"):
         r = res[k]
         print(k, {x: r.get(x) for x in ("causes", "planted_s", "waited_rank0_s", "steps_with_wait", "n_steps",
-                                       "comm_source", "error")}, flush=True)
+                                       "comm_source", "busy", "error")}, flush=True)
         print(r.get("diagnosis", ""), flush=True)
     if a.record:
         rec = records.make_record("doctor-straggler", {"script": "benchmarks/doctor_straggler.py", **vars(a)}, res,

@@ -523,3 +523,23 @@ def test_the_timing_hook_sends_as_the_timer_did_once_the_timer_is_gone():
     hs = HookState(t)
     del t
     assert timed_comm_hook(hs, "bucket") == "future" and sent == [("group", "bucket")]
+
+
+def test_clocks_of_several_hosts_are_put_on_one_axis_by_rate_and_waits_under_the_error_are_not_resolved():
+    """Two hosts whose clocks tick at rates 1 and 1 + 1e-4: an offset alone (the barriers' exits as one instant)
+    shifts a late step by 100 ppm of its time (0.36 s after an hour); the rate from the two barriers takes it out."""
+    from ddp_lessons.tool.timing.sync import waits_from
+    hour = 3600.0
+    ready0 = [10.0, 1800.0, 3590.0]                     # rank 0's ready times, its own clock
+    fast = 1 + 1e-4
+    ready1 = [(t + 0.05) * fast for t in ready0]         # rank 1 ready 50 ms later each time, on a faster clock
+    seen = [(hour, ready0), (hour * fast, ready1)]
+    info, waits = waits_from(seen, 0, hosts=True, drift=0.0)
+    assert info["rates"][1] == pytest.approx(1 / fast)
+    assert waits == pytest.approx([0.05, 0.05, 0.05], abs=1e-6)   # rank 0 waited 50 ms each time, at any hour
+    offset_only = [r1 - r0 for r0, r1 in zip(ready0, ready1, strict=True)]
+    assert offset_only[-1] > 0.05 + 0.3                              # what an offset alone would say
+    _, tiny = waits_from([(hour, [1.0]), (hour, [1.0001])], 0, hosts=True, drift=0.0)
+    assert tiny == [0.0]                                            # 0.1 ms: under the barriers' skew
+    _, one_host = waits_from([(hour, [1.0]), (hour, [1.0001])], 0, hosts=False, drift=0.0)
+    assert one_host == pytest.approx([1e-4])                        # one host: one clock, resolved

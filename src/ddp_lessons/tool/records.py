@@ -250,6 +250,8 @@ def describe_machine(rec: dict) -> str:
     commit, note = rec.get("commit"), rec.get("commit_note") or ""
     line += f"; recorded {rec['created'][:10]} at " + (f"commit {str(commit).split('+')[0][:7]}" if commit else
                                                        "no recorded commit")
+    if not commit and rec.get("committed_at"):   # made before records named their commit: the one that added it
+        line += f" (added to the repository at {rec['committed_at']})"
     if "uncommitted" in note or str(commit).endswith(("+dirty", "+wip")):
         line += ", from an uncommitted tree"
     if m["torch"] != torch.__version__:

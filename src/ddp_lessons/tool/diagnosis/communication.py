@@ -98,9 +98,10 @@ def transfer(ms, run, setting) -> list:
     small = latency_bound(m, setting)
     busy = contended(m, setting)
     per_call = m["bytes"] / m["calls"] if m["calls"] else 0.0
-    detail = (f"exposed after every rank was ready, s per rank: {_fmt(per)}; per step: all-reduce "
-              f"{m['allreduce_step'] * 1e3:.3g} ms, compute {m['compute_step'] * 1e3:.3g} ms, "
-              f"{per_call / 1024:.4g} KiB per call")
+    busy_text = (f"all-reduce {m['allreduce_step'] * 1e3:.3g} ms" if m["allreduce_step"] else
+                 "the all-reduce's own time not timed (DDP's C++ all-reduce: its exposed part is)")
+    detail = (f"exposed after every rank was ready, s per rank: {_fmt(per)}; per step: {busy_text}, compute "
+              f"{m['compute_step'] * 1e3:.3g} ms, {per_call / 1024:.4g} KiB per call")
     model = run[0].model
     cap = model.get("bucket_cap_bytes")
     split = advice.split_one(model.get("grad_bytes")) if not setting.shared else None

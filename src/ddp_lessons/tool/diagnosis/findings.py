@@ -27,7 +27,6 @@ LAST_BUCKET_SHARE = 0.5
 # every spare core would leave none for the pin-memory thread, NCCL's proxy or the driver.
 MOST_WORKERS = 8
 LOADER_START = "loader workers"    # the doctor's name for a loader's workers starting and stopping begins so
-OWN = "the doctor's own"           # work outside the steps that is the doctor's, not the run's: a note
 EVALUATION = "evaluation"          # the doctor's name for forwards without gradients between steps begins so
 
 
@@ -52,7 +51,7 @@ def make(cause, what, per, ms, detail, change, status="measured", needs_code=Fal
 
 def outside(ms, att, world, run=None, setting=None) -> list:
     out = []
-    for name in dict.fromkeys(n for m in ms for n in m["outside"] if not n.startswith(OWN)):
+    for name in dict.fromkeys(n for m in ms for n in m["outside"]):
         own = [m["outside"].get(name, 0.0) for m in ms]
         waited = [a["charged"].get(("outside", name), 0.0) for a in att["ranks"]] if world > 1 else [0.0] * len(ms)
         detail = f"{name!r} s per rank: {_fmt(own)}"

@@ -22,23 +22,19 @@ from .report import MEASURED, SUSPECTED
 BUSY_HOST_BOUND = 0.5
 # The device reached a step's first mark within 0.1 ms of the host issuing it: its queue was empty.
 EMPTY_QUEUE_S = 1e-4
+HOW = ("the doctor with --steps N profiles --profile-steps more steps after the N, on a GPU; or a torch.profiler "
+       "window")
 
 
 def same_run_busy(run) -> tuple[float, int] | None:
-    """(busy share, steps) from the steps the doctor profiled in this run: the device's kernels, copies and
-    sets over those steps' span on the timer's clock (the slowest rank's share: the most idle)."""
+    """(busy share, steps) of the steps the doctor profiled after its measured window in this run (--steps on
+    a GPU): the device's kernels, copies and sets over their span, synchronised at both ends (the most idle
+    rank's share)."""
     shares = []
     for r in run:
         b = (r.timer.get("doctor") or {}).get("busy") or {}
-        first, last = b.get("first_step"), b.get("last_step")
-        if b.get("busy_s") is None or first is None or last is None or last < first:
-            continue
-        steps = r.steps()[first:last + 1]
-        if not steps:
-            continue
-        span = steps[-1]["t_start"] + steps[-1]["step_time"] - steps[0]["t_start"]
-        if span > 0:
-            shares.append((min(1.0, b["busy_s"] / span), len(steps)))
+        if b.get("busy_s") is not None and (b.get("span_s") or 0) > 0:
+            shares.append((min(1.0, b["busy_s"] / b["span_s"]), int(b.get("steps") or 0)))
     return min(shares) if shares else None
 
 
@@ -50,7 +46,7 @@ def host_bound(ms, run, host_syncs: str | None) -> tuple[object, str | None]:
     frac: float | None
     if same is not None:
         frac, n = same
-        where = f"{n} steps of this run profiled (CUDA activity only)"
+        where = f"{n} steps of this run profiled after its measured ones (CUDA activity only)"
     else:
         traced = run.gpu_busy()
         frac = statistics.median(b["busy"] for b in traced) if traced else None
@@ -69,17 +65,14 @@ def host_bound(ms, run, host_syncs: str | None) -> tuple[object, str | None]:
                     status=MEASURED if same is not None else SUSPECTED), None
     if host_syncs:
         return None, (f"host-bound GPU steps: the host waited on the GPU every step in {host_syncs!r} (a sync), so "
-                      "the marks cannot tell; remove the sync, then a GPU busy share decides (the doctor profiles "
-                      "a few steps: --profile-steps)")
+                      "the marks cannot tell; remove the sync, then a GPU busy share decides (" + HOW + ")")
     empty = _empty_queue(run)
     if empty is None:
-        return None, ("host-bound GPU steps: no GPU busy share in this run (the doctor profiles a few steps on a "
-                      "GPU: --profile-steps; or a torch.profiler window)")
+        return None, "host-bound GPU steps: no GPU busy share in this run (" + HOW + ")"
     return None, (f"host-bound GPU steps: the device's queue was empty at {empty:.0%} of the steps' starts (the "
                   "GPU had caught up with the host there"
                   + (", as a host-bound step's does" if empty >= 0.9 else "") +
-                  "), but no busy share was measured in this run: the doctor profiles a few steps on a GPU "
-                  "(--profile-steps), or a torch.profiler window decides")
+                  "), but no busy share was measured in this run (" + HOW + ")")
 
 
 def _empty_queue(run) -> float | None:

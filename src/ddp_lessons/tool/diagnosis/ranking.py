@@ -152,9 +152,6 @@ def _scale(m, a, factor) -> None:
 
 def _notes(run, ms, att, setting) -> list[str]:
     out = [f"phase times from the {'host clock' if setting.clock == 'host' else 'GPU (CUDA events between marks)'}"]
-    for name in dict.fromkeys(n for m in ms for n in m["outside"] if n.startswith(F.OWN)):
-        out.append(f"{name}: {max(m['outside'].get(name, 0.0) for m in ms):.3g} s outside the steps, the doctor's "
-                   "and not the run's: not charged to any cause")
     for h in setting.hosts:
         if h.shared:
             jit = max(a["jitter"] for a in att["ranks"])

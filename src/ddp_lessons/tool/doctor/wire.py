@@ -16,7 +16,7 @@ ENV_DIR = "DDP_LESSONS_DOCTOR_DIR"          # where each rank writes its file; s
 ENV_STEPS = "DDP_LESSONS_DOCTOR_STEPS"      # stop after the warm-up and this many optimizer steps
 ENV_WARMUP = "DDP_LESSONS_DOCTOR_WARMUP"    # optimizer steps before the measured window
 ENV_KNOBS = "DDP_LESSONS_DOCTOR_SET"        # the knobs, as JSON
-ENV_PROFILE = "DDP_LESSONS_DOCTOR_PROFILE"  # GPU steps profiled for the GPU's busy share (0: none)
+ENV_PROFILE = "DDP_LESSONS_DOCTOR_PROFILE"  # GPU steps profiled after --steps for the busy share (0: none)
 ENVS = (ENV_DIR, ENV_STEPS, ENV_WARMUP, ENV_KNOBS, ENV_PROFILE)
 
 # Why a rank's result was written. The first three: the script reached its end (or the doctor stopped it).
@@ -124,6 +124,17 @@ def write_rank(out_dir: str, rank: int, result: dict, report: RankReport) -> str
         json.dump({**result, "doctor": asdict(report)}, f, default=str)
     os.replace(tmp, path)
     return path
+
+
+def update_report(path: str, **fields) -> None:
+    """Set `fields` in the "doctor" block of a rank file already written (atomically)."""
+    with open(path) as f:
+        data = json.load(f)
+    data.setdefault("doctor", {}).update(fields)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, default=str)
+    os.replace(tmp, path)
 
 
 def read_ranks(out_dir: str) -> list[dict]:

@@ -20,6 +20,10 @@ class HostClock:
     def seconds(self, marks):
         return list(marks)
 
+    def host_time(self, token) -> float:
+        """The host's perf_counter when `token` was made."""
+        return token
+
 
 class EventRing:
     """Marks on events allocated once (`size` of them) and re-recorded.
@@ -69,17 +73,24 @@ class EventRing:
         self._n = n + 1
         return n
 
+    def host_time(self, token) -> float:
+        return self._host[token]
+
     def host_seconds(self, token) -> float:
         """The host's clock (perf_counter, seconds) when mark `token` was made: how long the host took
         between two marks, against the device's time between them (`seconds`)."""
         return self._host[token]
 
     def _read(self, upto: int) -> None:
-        """Turn tokens len(self._ms) .. upto-1 into times (their events have completed)."""
+        """Turn tokens len(self._ms) .. upto-1 into times. Recorded in order on the stream(s) of the
+        marks, hundreds of marks ago: one wait on the newest of them (at once when it is done) stands
+        for all, and each is then only read."""
         size, prev, t = len(self._events), self._prev, self._prev_ms
-        for i in range(len(self._ms), upto):
+        first = len(self._ms)
+        if upto > first:
+            self._events[(upto - 1) % size].synchronize()
+        for i in range(first, upto):
             ev = self._events[i % size]
-            ev.synchronize()  # note: returns at once for an event recorded long ago
             # chained event to event (a small float32 number) and summed in double precision,
             # so hours of marks lose no resolution to float32
             t += prev.elapsed_time(ev)

@@ -54,11 +54,9 @@ def watch_forwards(timer, ddp_model, compute_end: bool = False) -> list:
             timer._forwarded(bool(module.require_backward_grad_sync))
     handles = [ddp_model.register_forward_pre_hook(pre)]
     if compute_end:
-        from .compute_end import arm
-
         def post(module, args, out):
             if torch.is_grad_enabled() and module.require_backward_grad_sync:
-                arm(timer._computed, out)
+                timer.arm_compute_end(out)
         handles.append(ddp_model.register_forward_hook(post))
     return handles
 

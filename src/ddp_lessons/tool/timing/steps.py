@@ -12,7 +12,7 @@ from typing import Any
 
 import time
 
-from . import context
+from . import compute_end, context
 from .marks import OFF, DataWait, Outside, Phase
 
 
@@ -108,8 +108,7 @@ class StepMarks:
 
     def arm_compute_end(self, output) -> bool:
         """Have the backward through `output` mark its compute's end (mode "light": `timing.compute_end`)."""
-        from .compute_end import arm
-        return arm(self._computed, output)
+        return compute_end.arm(self._computed, output)
 
     def outside(self, name: str):
         """Time the enclosed block as work outside the steps named `name` (e.g. "eval"), kept as a named

@@ -6,7 +6,7 @@ A micro-step opens at the wait for its batch (or its forward with gradients) and
 step, else at its backward's end once the next batch, forward or evaluation begins. Forwards without
 gradients between steps are evaluation; checkpoints, a loader's start and collectives between steps are
 named apart. One mark serves where nothing runs between two points (a forward's end is its backward's
-start). On a GPU a few steps can be profiled for the GPU's busy share (`profile`).
+start). With --steps on a GPU, a few steps after the window are profiled for the GPU's busy share.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ EVALUATION = "evaluation (forwards without gradients)"
 CHECKPOINT = "checkpoint (torch.save)"
 LOADER_START = "loader workers starting and stopping (at each pass over a loader)"
 COLLECTIVES = "collectives the script issued between steps"
-DOCTOR_OWN = "the doctor's own profiler (starting and stopping it)"   # not the run's: said apart
+# CUDA events allocated at the start (each read only at the end, or when all are used, half at a time): a
+# run of about 2,700 steps of 6 marks reads none while it trains
+RING = 16384
+REUSE_S = 5e-5   # a step's start shares the last step's end mark where the host went on within 50 us
 
 
 class Recorder:
@@ -41,6 +44,7 @@ class Recorder:
         self.models: list = []        # (module, is the DDP wrapper) whose forwards are training forwards
         self.opened = False           # a micro-step is open
         self.bwd_end = None           # the open micro-step's backward end (a clock token)
+        self.last_close = None        # the token that closed the last step
         self.bwd_name = "backward"
         self.eval_start = self.eval_end = None
         self.depth = 0                # nesting of forwards of our models (DDP calls its module inside)
@@ -53,9 +57,12 @@ class Recorder:
         self.module_calls = 0         # calls of the models the hooks watch
         self.per_call_s = self.dispatch_s = 0.0   # the hooks' cost they do not count themselves, per call
         self.notes: list[str] = []
-        self.finished = self.stopping = self.interrupted = False
+        self.finished = self.interrupted = self.exit_now = False
+        self.written: str | None = None     # the rank file, once written
+        self.device_type = "cpu"
         self.failed: str | None = None
         self.profiler = None
+        self.profiled, self.profile_t0 = 0, 0.0
         self.busy: dict | None = None
         self.eval_loaders: list = []      # the settings of the loaders whose batches evaluations took
         self.last_loader = None
@@ -70,7 +77,8 @@ class Recorder:
         if self.timer is not None:
             self.notes.append("a second DistributedDataParallel model was built: only the first is timed")
             return
-        self.timer = StepTimer(model, collectives=False, watch_model=False)
+        self.timer = StepTimer(model, collectives=False, watch_model=False, ring_size=RING)
+        self.device_type = self.timer.device.type
         self.timer.stop_watching_optimizers()   # the recorder tells it of each step, before closing it
         self.models = [(model, True), (model.module, False)] if ddp else [(model, False)]
 
@@ -99,6 +107,7 @@ class Recorder:
         if self.opened and self.bwd_end is not None:
             self._close(self.bwd_end)
         start = self._loader_start(training=False)
+        self.last_close = None
         if self.opened:   # a batch waited for, then evaluated: the wait was the evaluation's
             self._eval_loader(self.last_loader)
             dropped = self.timer.drop_open_step()
@@ -129,6 +138,10 @@ class Recorder:
             self.bwd_end = token
 
     def optimizer(self, begin: bool) -> None:
+        if self.profiler is not None:   # the steps profiled after the measured window
+            if not begin:
+                self._profile_tick()
+            return
         if self.timer is None or not self.opened:
             return
         if begin:   # what ran since the backward (clipping, unscaling) is the optimizer step's
@@ -142,19 +155,20 @@ class Recorder:
         self._window(time.perf_counter())
 
     def _window(self, now: float) -> None:
+        """The measured window: from the warm-up's end to the last optimizer step. With --steps, the run
+        ends after it; on a GPU a few more steps are profiled first (`profile`: the GPU's busy share,
+        taken after the window so the profiler, whose CUDA callbacks stay on once started, costs none of it)."""
         s, n = self.settings, self.opt_steps
-        if n == s.warmup and s.profile and self.timer.device.type == "cuda":
-            self._profile_start()
-        first = s.warmup + (s.profile if self.busy is not None or self.profiler is not None else 0)
-        if self.profiler is not None and n == first:
-            self._profile_stop()
-            now = time.perf_counter()   # the window starts after the profiler stopped
-        if n == first:
+        if n == s.warmup:
             self.window[0] = now
-        elif n > first:
+        elif n > s.warmup:
             self.window[1] = now
-        if s.steps and n == first + s.steps:
-            self.stopping = True
+        if s.steps and n == s.warmup + s.steps:
+            self.finish(self.wire.STOPPED)
+            if s.profile and self.device_type == "cuda":
+                self._profile_start()
+            else:
+                self.exit_now = True
 
     def data(self, begin: bool, token=None, loader=None):
         """Around a loader's `next()`: returns the token `begin` made, to hand back at the end."""
@@ -164,7 +178,10 @@ class Recorder:
         if begin:
             if self.opened and self.bwd_end is not None:
                 self._close(self.bwd_end)
-            t = self.mark()
+            # nothing ran since the last step closed (a tight loop): its end is this step's start, one mark less
+            last = self.last_close
+            t = last if last is not None and p is None and self.eval_start is None and \
+                time.perf_counter() - self.timer.clock.host_time(last) < REUSE_S else self.mark()
             if p is not None and p["loader"] is loader and p["b"] is None:
                 p["b"] = t
             return (t, time.perf_counter())
@@ -249,23 +266,33 @@ class Recorder:
     def _close(self, end=None):
         self.timer.step_done(end)
         self.opened, self.bwd_end = False, None
+        self.last_close = end
 
     # -- the GPU's busy share ------------------------------------------------------
     def _profile_start(self) -> None:
-        a = self.mark()
+        import torch
+        torch.cuda.synchronize()   # note: CPU-GPU sync point, after the measured window only
+        self.profiled, self.profile_t0 = 0, time.perf_counter()
         self.profiler = self.profile_module.start()
-        self.busy = {"first_step": self.timer.closed_steps, "steps": self.settings.profile}
         if self.profiler is None:
-            self.busy["error"] = "the profiler could not start"
-        self.timer.outside_span(DOCTOR_OWN, a, self.mark())
+            self._write_busy({"error": "the profiler could not start"})
+            self.exit_now = True
 
-    def _profile_stop(self) -> None:
+    def _profile_tick(self) -> None:
+        self.profiled += 1
+        if self.profiled < self.settings.profile:
+            return
+        import torch
+        torch.cuda.synchronize()   # note: CPU-GPU sync point: the profiled steps' end
+        span = time.perf_counter() - self.profile_t0
         prof, self.profiler = self.profiler, None
-        assert self.busy is not None
-        a = self.mark()
-        self.busy.update(self.profile_module.stop(prof))
-        self.busy["last_step"] = self.timer.closed_steps - 1
-        self.timer.outside_span(DOCTOR_OWN, a, self.mark())
+        busy = self.profile_module.stop(prof)
+        self._write_busy({**busy, "span_s": span, "steps": self.profiled, "after_window": True})
+        self.exit_now = True
+
+    def _write_busy(self, busy: dict) -> None:
+        if self.written is not None:
+            self.wire.update_report(self.written, busy=busy)
 
     # -- the end ---------------------------------------------------------------
     def finish(self, reason: str) -> None:
@@ -273,8 +300,6 @@ class Recorder:
         if self.finished or os.getpid() != self.pid or self.timer is None:
             return
         self.finished = True
-        if self.profiler is not None:
-            self._profile_stop()
         self._end_eval()
         if self.opened and self.bwd_end is not None:
             self._close(self.bwd_end)
@@ -291,7 +316,8 @@ class Recorder:
                               self.hook_calls, self.notes, self.pid, self.settings.knobs.as_dict(),
                               "ddp" if self.models[:1] and self.models[0][1] else "plain", self.busy,
                               result.get("start_method"), untimed, [info for _, info in self.eval_loaders])
-        w.write_rank(self.settings.out_dir, int(result.get("rank", os.environ.get("RANK", 0))), result, report)
+        self.written = w.write_rank(self.settings.out_dir, int(result.get("rank", os.environ.get("RANK", 0))), result,
+                                    report)
         # Let go of the model (and through DDP, its process group): a script that frees its model before
         # destroy_process_group frees the group there and ends without gloo's threads, as it does alone.
         self.timer = None
