@@ -194,6 +194,11 @@ class StepMarks:
     def step_is_open(self) -> bool:
         return self._step_open()
 
+    @staticmethod
+    def loader_settings(loader) -> dict | None:
+        """A DataLoader's settings as the result keeps them (workers, pinning, its sampler)."""
+        return context.loader_info(loader)
+
     @property
     def closed_steps(self) -> int:
         """Steps closed so far."""

@@ -1,6 +1,6 @@
 """The DataLoader in a process the doctor started: `--confirm`'s loader knobs applied at construction
 (its signature stays torch's: Lightning rebuilds loaders from it), each `next()` timed as the wait for a
-batch, and a loader whose workers start named as such (`Recorder.loader_started`).
+batch, and a loader's workers starting and stopping named as such.
 """
 
 from __future__ import annotations
@@ -24,14 +24,30 @@ def arm() -> None:
     """A model is timed: batches are timed from now on."""
     global ENDED
     _Batches.data = TIMED(REC.data)
-    ENDED = TIMED(REC.loader_ended)
+    ENDED = TIMED(_ended)
+
+
+def _started(start, loader) -> None:
+    """A loader with workers was iterated from token `start`: its workers start, its first batch comes
+    next. Named apart once its first batch's use is known (`Recorder._loader_start`)."""
+    if REC.timer is not None:
+        REC._end_eval()   # an evaluation ends at its last forward; what follows is this loader's
+        REC._loader_start(training=True)
+        REC.pending_start = {"loader": loader, "a": start, "b": None, "c": None}
+
+
+def _ended(token, loader) -> None:
+    """A loader with workers ran out of batches from the wait that began at `token`: its workers are shut
+    down (joined) before `next()` raises StopIteration, outside any step."""
+    if REC.timer is not None and token is not None and loader.num_workers:
+        REC.timer.outside_span(REC.LOADER_START, token[0], REC.mark())
 
 
 def _loader(overrides: dict):
     timed = TIMED
     from torch.utils.data import DataLoader
     init, sig, it = DataLoader.__init__, inspect.signature(DataLoader.__init__), DataLoader.__iter__
-    started = timed(lambda loader: REC.loader_started(REC.mark(), loader) if REC.timer is not None else None)
+    started = timed(lambda loader: _started(REC.mark(), loader) if REC.timer is not None else None)
 
     @functools.wraps(init)   # its signature stays torch's: Lightning rebuilds loaders from it
     def __init__(self, *args, **kwargs):

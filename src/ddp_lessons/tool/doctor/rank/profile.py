@@ -1,11 +1,42 @@
 """The GPU's busy share of a few steps, measured in the same run: torch.profiler with CUDA activity only
-(no CPU operators recorded), started at an optimizer step's end and stopped a few optimizer steps later.
-What comes back is the union of the device's kernels, copies and sets in that window (seconds); the
-steps' own span on the timer's clock is the denominator (`diagnosis.findings.host_bound`). A profiler
-that cannot start (no CUPTI, another profiler running) leaves the share unknown, never the run broken.
+(no CPU operators recorded), started after --steps' window (CUDA's profiler callbacks stay on once started)
+and stopped a few optimizer steps later, the device synchronised at both ends. What comes back is the
+union of the device's kernels, copies and sets over that span (`diagnosis.host`). A profiler that cannot
+start (no CUPTI, another profiler running) leaves the share unknown, never the run broken.
 """
 
 from __future__ import annotations
+
+import time
+
+
+def start_after(rec) -> None:
+    """After --steps' window (the rank's result written): profile `rec.settings.profile` more steps."""
+    import torch
+    torch.cuda.synchronize()   # note: CPU-GPU sync point, after the measured window only
+    rec.profiled, rec.profile_t0 = 0, time.perf_counter()
+    rec.profiler = start()
+    if rec.profiler is None:
+        _write(rec, {"error": "the profiler could not start"})
+        rec.exit_now = True
+
+
+def tick(rec) -> None:
+    """An optimizer step of the profiled ones: after the last, the busy share into the rank's file."""
+    rec.profiled += 1
+    if rec.profiled < rec.settings.profile:
+        return
+    import torch
+    torch.cuda.synchronize()   # note: CPU-GPU sync point: the profiled steps' end
+    span = time.perf_counter() - rec.profile_t0
+    prof, rec.profiler = rec.profiler, None
+    _write(rec, {**stop(prof), "span_s": span, "steps": rec.profiled, "after_window": True})
+    rec.exit_now = True
+
+
+def _write(rec, busy: dict) -> None:
+    if rec.written is not None:
+        rec.wire.update_report(rec.written, busy=busy)
 
 
 def start():

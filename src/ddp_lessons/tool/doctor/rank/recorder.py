@@ -19,9 +19,7 @@ EVALUATION = "evaluation (forwards without gradients)"
 CHECKPOINT = "checkpoint (torch.save)"
 LOADER_START = "loader workers starting and stopping (at each pass over a loader)"
 COLLECTIVES = "collectives the script issued between steps"
-# CUDA events allocated at the start (each read only at the end, or when all are used, half at a time): a
-# run of about 2,700 steps of 6 marks reads none while it trains
-RING = 16384
+RING = 16384     # CUDA events allocated at the start, read at the end: a run of 2,700 steps reads none before
 REUSE_S = 5e-5   # a step's start shares the last step's end mark where the host went on within 50 us
 
 
@@ -63,7 +61,6 @@ class Recorder:
         self.failed: str | None = None
         self.profiler = None
         self.profiled, self.profile_t0 = 0, 0.0
-        self.busy: dict | None = None
         self.eval_loaders: list = []      # the settings of the loaders whose batches evaluations took
         self.last_loader = None
 
@@ -140,7 +137,7 @@ class Recorder:
     def optimizer(self, begin: bool) -> None:
         if self.profiler is not None:   # the steps profiled after the measured window
             if not begin:
-                self._profile_tick()
+                self.profile_module.tick(self)
             return
         if self.timer is None or not self.opened:
             return
@@ -166,7 +163,7 @@ class Recorder:
         if s.steps and n == s.warmup + s.steps:
             self.finish(self.wire.STOPPED)
             if s.profile and self.device_type == "cuda":
-                self._profile_start()
+                self.profile_module.start_after(self)
             else:
                 self.exit_now = True
 
@@ -195,20 +192,6 @@ class Recorder:
         self.timer.waited_for_batch(mark, time.perf_counter() - t0, loader)
         self.opened = True
         return None
-
-    def loader_started(self, start, loader) -> None:
-        """A loader with workers was iterated from token `start`: its workers start, its first batch
-        comes next. Named apart once its first batch's use is known (`_loader_start`)."""
-        if self.timer is not None:
-            self._end_eval()   # an evaluation ends at its last forward; what follows is this loader's
-            self._loader_start(training=True)
-            self.pending_start = {"loader": loader, "a": start, "b": None, "c": None}
-
-    def loader_ended(self, token, loader) -> None:
-        """A loader with workers ran out of batches from the wait that began at `token`: its workers are
-        shut down (joined) before `next()` raises StopIteration, outside any step."""
-        if self.timer is not None and token is not None and loader.num_workers:
-            self.timer.outside_span(LOADER_START, token[0], self.mark())
 
     def _loader_start(self, training: bool):
         """A pending loader start, now that its batch's use is known. Training: up to the wait for its first
@@ -254,8 +237,7 @@ class Recorder:
 
     def _eval_loader(self, loader) -> None:
         if loader is not None and not any(e[0] is loader for e in self.eval_loaders):
-            from ddp_lessons.tool.timing.context import loader_info
-            self.eval_loaders.append((loader, loader_info(loader)))
+            self.eval_loaders.append((loader, self.timer.loader_settings(loader)))
 
     def _end_eval(self):
         if self.eval_start is not None:
@@ -267,32 +249,6 @@ class Recorder:
         self.timer.step_done(end)
         self.opened, self.bwd_end = False, None
         self.last_close = end
-
-    # -- the GPU's busy share ------------------------------------------------------
-    def _profile_start(self) -> None:
-        import torch
-        torch.cuda.synchronize()   # note: CPU-GPU sync point, after the measured window only
-        self.profiled, self.profile_t0 = 0, time.perf_counter()
-        self.profiler = self.profile_module.start()
-        if self.profiler is None:
-            self._write_busy({"error": "the profiler could not start"})
-            self.exit_now = True
-
-    def _profile_tick(self) -> None:
-        self.profiled += 1
-        if self.profiled < self.settings.profile:
-            return
-        import torch
-        torch.cuda.synchronize()   # note: CPU-GPU sync point: the profiled steps' end
-        span = time.perf_counter() - self.profile_t0
-        prof, self.profiler = self.profiler, None
-        busy = self.profile_module.stop(prof)
-        self._write_busy({**busy, "span_s": span, "steps": self.profiled, "after_window": True})
-        self.exit_now = True
-
-    def _write_busy(self, busy: dict) -> None:
-        if self.written is not None:
-            self.wire.update_report(self.written, busy=busy)
 
     # -- the end ---------------------------------------------------------------
     def finish(self, reason: str) -> None:
@@ -314,7 +270,7 @@ class Recorder:
         untimed = self.hook_calls * self.per_call_s + self.module_calls * self.dispatch_s
         report = w.RankReport(reason, self.opt_steps, self.settings.warmup, self.window, self.hook_s,
                               self.hook_calls, self.notes, self.pid, self.settings.knobs.as_dict(),
-                              "ddp" if self.models[:1] and self.models[0][1] else "plain", self.busy,
+                              "ddp" if self.models[:1] and self.models[0][1] else "plain", None,
                               result.get("start_method"), untimed, [info for _, info in self.eval_loaders])
         self.written = w.write_rank(self.settings.out_dir, int(result.get("rank", os.environ.get("RANK", 0))), result,
                                     report)
