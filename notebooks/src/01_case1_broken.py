@@ -6,12 +6,11 @@
 # Chinese translation): two RTX 3090s, plain PyTorch DDP
 # fine-tuning M3AE on VQA-RAD. An epoch took 105 s on one GPU, 133 s on two, "as if repeating the same task"
 #
-# **The answer.** The script does split the work: under a launcher the posted sampler gives each rank half
+# **The answer.** The script splits the work: under a launcher the posted sampler gives each rank half
 # the questions (174 of 348, measured here), so each two-GPU step took 2 x 133 / 105 = 2.5 one-GPU steps.
-# Why is undecided: notebook 03's model (from one-H200 records, not validated on two GPUs) finds no cause
-# that large from a per-rank batch of 8. The step on one and two GPUs at the same per-rank
-# batch decides it: `python -m ddp_lessons doctor --steps 30 -- torchrun --standalone --nproc_per_node 2 DPT_MLM_ddp2.py`,
-# then `--nproc_per_node 1`.
+# Why is not measured: 03's model (not validated on two GPUs) gives about 131 s at per-rank batch 8 over
+# an x4-class link without P2P (modelled). The link decides, then one GPU against two at equal batch and
+# `OMP_NUM_THREADS` (commands at the end).
 
 # %% [markdown]
 # **What you will learn:** to rebuild a posted DDP script as one loop whose questionable lines are named
@@ -22,7 +21,7 @@
 # **How this was measured.** Neither M3AE's checkpoint nor VQA-RAD can be fetched here. The dataset is
 # generated with VQA-RAD's shape (JPEGs to decode, question tokens, multi-hot answers, OPEN/CLOSED types;
 # VQA-RAD has 315 images and 3,515 questions). The model has M3AE's structure (ViT image encoder,
-# RoBERTa-style text encoder, co-attention fusion, a VQA head, and pre-training heads VQA never uses):
+# RoBERTa-style text encoder, co-attention fusion, a VQA head, and, assumed, pre-training heads VQA never uses):
 # tiny on these two CPU cores, M3AE-size in the GPU records. Live runs use gloo, one core per rank; GPU
 # figures are records from `data/runs`, printed with their hardware and provenance.
 
@@ -55,8 +54,11 @@ data = case1.tiny_dataset()
 print({k: data[k] for k in ("n_images", "image_size", "n_train", "n_test", "num_answers")})
 
 # %% [markdown]
-# The model at both sizes; the M3AE-size one on the `meta` device (shapes, no memory). "unused by VQA"
-# is the MLM, ITM and MIM heads, which a VQA step never touches.
+# The model at both sizes; the M3AE-size one on the `meta` device (shapes, no memory). "Unused by VQA" is
+# the MLM, ITM and MIM heads, which a VQA step never touches. They are an assumption of the stand-in (the
+# asker's model is not posted): upstream M3AE builds them only when their losses are on, and its VQA-RAD
+# fine-tuning config turns on the VQA loss alone. An upstream-style model leaves far less unused, such as
+# RoBERTa's pooler, which its VQA forward never calls:
 
 # %%
 with torch.device("meta"):
@@ -66,6 +68,11 @@ for name, m in (("tiny", tiny), ("m3ae", big)):
     c = case1.model.count_parameters(m)
     print(f"{name}: {c['total']:,} parameters, {c['unused_by_vqa']:,} unused by VQA, "
           f"{case1.gradient_bytes(m):,} bytes of fp32 gradients per all-reduce")
+print(f"upstream-style, unused: RoBERTa's pooler, {case1.model.text_pooler_bytes(big.config):,} bytes")
+
+# %% [markdown]
+# With the assumed heads the bytes of every step include theirs; upstream, the unused part would be about
+# 0.2% of them, too little to change the all-reduce, though enough to crash `find_unused_parameters=False` (02).
 
 # %% [markdown]
 # ## The posted script: one loop, every fix an option
@@ -234,19 +241,21 @@ case1.plots.step_breakdown([Run(rec["results"]["ranks"])[0] for rec in gpu.value
 
 # %% [markdown]
 # ## What would decide the 133 s
-# On the asker's machine: the steady-state step on one GPU and on two at the same per-rank batch (a
-# two-GPU step 2.5 times the one-GPU step is what 133 s means), `len(train_loader)` on each rank (half of
-# one GPU's), `config['batch_size']`, and the link: `nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv`
-# (negotiated PCIe generation and lanes), `nvidia-smi topo -m`, and `NCCL_DEBUG=INFO` (`via P2P/IPC` or
-# `via SHM`). Without changing the script: `python -m ddp_lessons doctor --steps 30 -- torchrun --standalone --nproc_per_node 2 DPT_MLM_ddp2.py`,
-# then with `--nproc_per_node 1`. The course's own stand-in on two GPUs:
+# On the asker's machine, the link first: `nvidia-smi --query-gpu=pcie.link.width.current,pcie.link.gen.current --format=csv`,
+# `nvidia-smi topo -m`, `NCCL_DEBUG=INFO` (`via P2P/IPC` or `via SHM`); at batch 8, 03's model reaches 131 s
+# only over an x4-class link without P2P. Then the steady step on one and two GPUs at the same per-rank
+# batch (`config['batch_size']`), with the same `OMP_NUM_THREADS`: torchrun sets it to 1 only for several
+# processes, so unset, the one-GPU run gets every core's threads. Without changing the script:
+# `OMP_NUM_THREADS=1 python -m ddp_lessons doctor --steps 30 -- torchrun --standalone --nproc_per_node 2 DPT_MLM_ddp2.py`,
+# then with `--nproc_per_node 1`. The course's stand-in on two GPUs:
 # `python -m ddp_lessons case1 --nproc 2 --model m3ae --batch-size 8 --steps-limit 30 --record case1-2gpu-broken`.
 
 # %% [markdown]
 # ## Summary
 # - Under a launcher the posted sampler splits the data (counted); `rank=LOCAL_RANK` would not on several nodes.
-# - So 133 s means a two-GPU step 2.5 times the one-GPU step; what made it so is undecided here.
-# - Every step all-reduces the whole gradient, unused heads included (counted).
+# - So 133 s means a two-GPU step 2.5 times the one-GPU step; why is not measured here (03's model
+#   points at the link).
+# - Every step all-reduces the whole gradient, the assumed unused heads included (counted).
 # - Rank 1 waits out rank 0's evaluation inside its next epoch, off the logged clock.
 #
 # Next, `02_case1_answer` tests the accepted answer's fixes one at a time.

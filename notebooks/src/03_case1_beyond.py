@@ -2,13 +2,14 @@
 # # 03 · Case 1, beyond the answer: what could make 133 s, and a setup that scales
 
 # %% [markdown]
-# **The answer.** Nothing measured here or recorded explains 133 s. Modelled from a recorded one-H200 run
-# (the 3090 taken 2x slower; not validated on multi-GPU), with the data split as posted, the two-GPU epoch
-# comes to 53 to 65 s from per-rank batch 8 up, over PCIe 4.0 x16 or x8 with or without peer-to-peer (86 s
-# at half the no-P2P bandwidth). 133 s needs 0.42 s of all-reduce exposed a step at batch 8: 1.5 GB at
-# under 3.6 GB/s, nothing overlapped. Only batch 2 to 4 with a slow link comes near, where the model is
-# weakest. A slow link, or the two processes contending for the host, could do it. A two-GPU record
-# decides: `python -m ddp_lessons case1 --nproc 2 --model m3ae --batch-size 8 --steps-limit 30 --record case1-h200x2-broken`.
+# **The question:** what could make an epoch take 133 s on two RTX 3090s and 105 s on one? **The answer
+# (modelled, not validated on two GPUs):** a slow link without peer-to-peer. A card in a PCIe 4.0 x4
+# chipset slot, or two at x8/x8 on PCIe 3.0, without P2P gives a split epoch of about 131 s at per-rank
+# batch 8; PCIe 4.0 at x16 or x8, 53 to 86 s. Assumed: the 3090 2x slower than the recorded H200,
+# per-step host work as on one GPU (so it cannot show host contention), the data split as posted. P2P between GeForce
+# 3090s is often unavailable (driver-dependent). Deciding, on the asker's machine:
+# `nvidia-smi --query-gpu=pcie.link.width.current,pcie.link.gen.current --format=csv`, `NCCL_DEBUG=INFO`;
+# then a two-GPU record (below).
 
 # %% [markdown]
 # **What you will learn:** what bucket size, mixed precision and a compression hook change in the all-reduce,
@@ -92,7 +93,7 @@ print(case1.readout.paired(pairs, "fixed-bf16", "fixed-bf16-comm16"))
 #
 # ## Why are the bf16 steps unsteady? (recorded)
 # Their steps' IQR is 6 to 26% of the median in these records, fp32's under 3%. A second record ran
-# bf16 with 8, 4 and 2 loader workers beside the core budget's 15:
+# bf16 with 8, 4 and 2 loader workers beside the 15 the core budget then gave (now at most 8):
 
 # %%
 jit = case1.readout.record("case1-h200-bf16-jitter")
@@ -238,19 +239,12 @@ print(case1.gap.NOT_VALIDATED)
 print("\n".join(case1.gap.lines(case1.gap.table(by_batch, BATCHES, "pcie4-x16-no-p2p", FACTOR, n_train))))
 
 # %% [markdown]
-# The second row over other links and assumptions (the link is the model's biggest unknown: the no-P2P
-# row is an estimate; nccl-tests' busbw on the machine decides):
+# The second row over other links and compute rates (`case1.gap.LINK_ROWS`; a lane of PCIe 4.0 carries two
+# of PCIe 3.0). Without P2P, NCCL stages every byte through host memory: half the bandwidth, an estimate
+# (`case1.gap.no_p2p`); nccl-tests' busbw on the machine decides:
 
 # %%
-for label, kw in {"PCIe 4.0 x16, peer-to-peer": dict(link="pcie4-x16"),
-                  "PCIe 4.0 x8 (two cards at x8/x8)": dict(link="pcie4-x8"),
-                  "PCIe 4.0 x16 no P2P, bandwidth x 0.5": dict(bandwidth_factor=0.5),
-                  "3090 computing 2x faster (no P2P)": dict(factor=FACTOR / 2),
-                  "3090 computing 2x slower (no P2P)": dict(factor=FACTOR * 2),
-                  "NVLink bridge": dict(link="3090-nvlink-bridge")}.items():
-    args = dict(link="pcie4-x16-no-p2p", factor=FACTOR) | kw
-    cols = case1.gap.table(by_batch, BATCHES, args["link"], args["factor"], n_train,
-                           bandwidth_factor=kw.get("bandwidth_factor", 1.0))
+for label, cols in case1.gap.link_rows(by_batch, BATCHES, FACTOR, n_train).items():
     print("\n".join(case1.gap.lines(cols, rows=case1.gap.ROWS[1:2], label=label)))
 
 # %% [markdown]
@@ -261,14 +255,23 @@ for label, kw in {"PCIe 4.0 x16, peer-to-peer": dict(link="pcie4-x16"),
 for b in BATCHES:
     need = case1.gap.needed_exposed(b, n_train)
     print(f"batch {b:3d}: {need:.2f} s exposed per step, 1.50 GB at {1.503 / need:5.1f} GB/s or less")
+for name in ("pcie4-x16", "pcie4-x8", "pcie4-x4"):
+    print(f"busbw of {name} without P2P (modelled): {case1.gap.no_p2p(name).bus_bandwidth / 1e9:.1f} GB/s")
 
 # %% [markdown]
-# **What the model says**: from per-rank batch 8 up no link or compute rate varied above brings the split
-# epoch near 133 s: it leaves about 60 ms of all-reduce exposed a step at batch 8 (0.17 s at half the
-# bandwidth), where 133 s needs 0.42 s. At batch 2 to 4 a slow link comes near, on the unfloored backward. Every rank going through all the samples gives 107 to 129 s from batch 8 up: what
-# "the same job" describes, not what the code does (01 counted). A measurement decides: the step on one
-# and two GPUs at the same batch, then the link: `nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv`
-# (x8/x8 is common with two cards), `nvidia-smi topo -m`, and `NCCL_DEBUG=INFO` (`via P2P/IPC` or `via SHM`).
+# **What the model says**: at per-rank batch 8 an x4-class link without P2P (3.2 GB/s of busbw, under the
+# 3.6 GB/s 133 s needs) leaves most of the all-reduce exposed: about 131 s. With P2P, or at x8 and wider,
+# 53 to 86 s. At batch 2 to 4 more links come near, on the unfloored backward. The per-step host work is
+# held at its one-GPU value, so host contention between the two processes is outside the model. Every rank
+# going through all the samples gives 107 to 129 s from batch 8 up: what "the same job" describes, not what
+# the code does (01 counted).
+
+# %% [markdown]
+# **What decides**: the link (`nvidia-smi --query-gpu=pcie.link.width.current,pcie.link.gen.current --format=csv`,
+# `nvidia-smi topo -m`, `NCCL_DEBUG=INFO`: `via P2P/IPC` or `via SHM`), then the step on one and two GPUs
+# at the same batch and `OMP_NUM_THREADS`:
+# `OMP_NUM_THREADS=1 python -m ddp_lessons doctor --steps 30 -- torchrun --standalone --nproc_per_node 2 DPT_MLM_ddp2.py`,
+# then `--nproc_per_node 1`.
 
 # %% [markdown]
 # ## Is the loader the suspect? (recorded, then measured here)
@@ -309,7 +312,8 @@ print(f"{len(found)} two-GPU record(s) of case 1: record one on two GPUs with "
 # %% [markdown]
 # ## The core budget
 # Loader workers and intra-op threads share a rank's cores; `plan.core_budget` gives each rank cores //
-# ranks and splits it between them:
+# ranks and splits it between them, at most 8 workers on a GPU (cores stay for the pin-memory thread,
+# NCCL's proxy and the driver):
 
 # %%
 cores = Run(runs["fixed, full epoch"])[0].cores or 2
@@ -323,21 +327,21 @@ print("the posted num_workers=4 here:", case1.readout.core_share(4, 1, cores, wh
 # %% [markdown]
 # ## Checklist for a DDP run that scales
 # 1. A launcher; init before the sampler; `DistributedSampler` with the group's rank (not `LOCAL_RANK`) and `set_epoch`.
-# 2. Steps per rank counted once; the LR schedule sized from them.
+# 2. The LR schedule sized from the steps per rank.
 # 3. Every parameter used (`TORCH_DISTRIBUTED_DEBUG=INFO` names the unused), then `find_unused_parameters=False`.
 # 4. Evaluation on every rank's shard, counts all-reduced.
 # 5. No per-step host sync the loop does not need; time with CUDA events or after a sync.
-# 6. Per rank, loader workers + intra-op threads <= cores // ranks; pinned memory, persistent workers.
-# 7. Know your bytes, their ready order and your link (PCIe generation and width, P2P): a large gradient ready last is exposed whatever the bucket size.
+# 6. Per rank, workers + threads <= cores // ranks (4 to 8 workers, by the data wait); pinned memory, persistent workers.
+# 7. Know your bytes, their ready order and your link (PCIe generation, width, P2P).
+# 8. One GPU against two at equal batch and `OMP_NUM_THREADS` (torchrun sets 1 only for several processes).
 
 # %% [markdown]
 # ## Summary
 # - Bucket size changes the calls, not the bytes; autocast keeps them, a compression hook halves them (counted).
 # - The tiny stand-in's embedding is 85% of the bytes and ready last: no cap overlaps it. At M3AE size the
 #   buckets are handed over across the backward, and the link decides what stays exposed.
-# - The post's gap, modelled and not validated on multi-GPU: from per-rank batch 8 up the split epoch comes to
-#   53 to 65 s (86 s at half the bandwidth), not 133 s; only a slow link at batch 2 to 4, where the model is
-#   weakest, comes near it.
+# - The post's gap, modelled (3090 2x slower than the H200, host work as on one GPU, the data split): about
+#   131 s at batch 8 over a PCIe 4.0 x4 or 3.0 x8 link without P2P, 53 to 86 s wider or with P2P. The link decides.
 # - Two CPU workers here scale at well under 100%: they share the cores the compute needs.
 
 # %% [markdown]

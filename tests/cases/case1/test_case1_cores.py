@@ -1,4 +1,4 @@
-"""case1.parts.core_budget: a rank's loader workers plus intra-op threads fit its share of cores."""
+"""case1.plan.core_budget: a rank's loader workers plus intra-op threads fit its share of cores."""
 
 import pytest
 
@@ -8,9 +8,11 @@ from ddp_lessons.cases.case1 import plan
 
 
 @pytest.mark.parametrize("cores, ranks, device, num_workers, cap, expected", [
-    # one H200 on 16 cores: 15 workers decode, the rank's own thread queues kernels
-    (16, 1, "cuda", "cores", 16, (15, 1)),
+    # one H200 on 16 cores: 8 workers decode (the cap), the rank's own thread queues kernels, and
+    # 7 cores stay for the pin-memory thread, NCCL's proxy and the driver
+    (16, 1, "cuda", "cores", 16, (8, 1)),
     (16, 2, "cuda", "cores", 8, (7, 1)),
+    (64, 2, "cuda", "cores", None, (8, 1)),
     (16, 8, "cuda", "cores", None, (1, 1)),
     (16, 16, "cuda", "cores", None, (0, 1)),
     # the 2-core CI machine, notebook 03: launch(world_size=2, threads=1) -> 1 core per rank
@@ -51,6 +53,17 @@ def test_rank_budget_reads_the_launchers_environment(monkeypatch):
     monkeypatch.setattr(runtime, "cpu_count", lambda: 16)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "16")
-    assert plan.rank_budget(Options.fixed(), "cuda") == (15, 1)
+    assert plan.rank_budget(Options.fixed(), "cuda") == (8, 1)
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert plan.rank_budget(Options.fixed(), "cpu") == (4, 12)
+
+
+def test_a_gpu_rank_gets_at_most_8_loader_workers():
+    # common practice is 4 to 8 per rank, tuned by the data wait; the rest of the share is left to the
+    # pin-memory thread, NCCL's proxy thread and the driver
+    assert plan.MAX_GPU_WORKERS == 8
+    for cores in range(1, 257):
+        for ranks in (1, 2, 4, 8):
+            workers, _ = plan.core_budget(cores, ranks, "cuda")
+            assert workers == min(max(1, cores // ranks) - 1, 8), (cores, ranks, workers)
+    assert plan.core_budget(16, 1, "cuda", num_workers=12) == (12, 1)   # an explicit count is kept as given

@@ -72,3 +72,29 @@ def test_lines_mark_what_reaches_133_s_and_what_is_scaled():
     assert "*" in rows[1] and "*" not in rows[0]
     (only,) = gap.lines(cols, rows=gap.ROWS[1:2], label="a link")
     assert only.startswith("a link")
+
+
+def test_no_p2p_halves_the_bandwidth_as_the_link_table_does():
+    from ddp_lessons.tool.predict import LINKS
+    x16 = gap.no_p2p("pcie4-x16")
+    assert x16.bus_bandwidth == pytest.approx(LINKS["pcie4-x16-no-p2p"].bus_bandwidth)
+    assert x16.step_latency == pytest.approx(LINKS["pcie4-x16-no-p2p"].step_latency)
+    assert "no peer-to-peer" in gap.no_p2p("pcie4-x4").source
+
+
+def test_link_rows_name_both_slots_of_one_bandwidth():
+    from ddp_lessons.tool.predict import LINKS
+    # a PCIe 4.0 lane carries two PCIe 3.0 lanes' worth: x8 = 3.0 x16, x4 = 3.0 x8 (half of 3.0 x16)
+    assert LINKS["pcie4-x8"].bus_bandwidth == pytest.approx(LINKS["pcie3-x16"].bus_bandwidth)
+    assert LINKS["pcie4-x4"].bus_bandwidth == pytest.approx(LINKS["pcie3-x16"].bus_bandwidth / 2, rel=0.01)
+    assert gap.SLOW_LINK in gap.LINK_ROWS
+    assert any("P2P" in label and "no P2P" not in label for label in gap.LINK_ROWS)
+
+
+def test_link_rows_give_one_table_per_row_and_the_slow_link_is_slower():
+    rows = gap.link_rows(RUNS, (8, 32), 2.0, N)
+    assert list(rows) == list(gap.LINK_ROWS)
+    slow, fast = rows[gap.SLOW_LINK][8], rows["PCIe 4.0 x16, P2P"][8]
+    assert slow["exposed"] > fast["exposed"] and slow["epochs"][gap.ROWS[1]] > fast["epochs"][gap.ROWS[1]]
+    faster = rows["3090 computing 2x faster (x16, no P2P)"][32]
+    assert faster["gpu"] == pytest.approx(1.0 * (0.08 + 0.16 + 0.01))   # the factor halved

@@ -8,7 +8,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from ddp_lessons.cases.case1.data import VQAFeatureDataset, make_vqa_dataset
-from ddp_lessons.cases.case1.model import M3AEConfig, M3AETransformerSS, count_parameters, drop_unused_heads
+from ddp_lessons.cases.case1.model import (M3AEConfig, M3AETransformerSS, count_parameters, drop_unused_heads,
+                                           text_pooler_bytes)
 from ddp_lessons.tool.ddp import gradient_bytes
 
 
@@ -104,3 +105,13 @@ def test_ddp_without_find_unused_raises(batch):
         _vqa_step(fixed, batch)
     finally:
         dist.destroy_process_group()
+
+
+def test_text_pooler_bytes_is_a_roberta_poolers_gradient():
+    # what an upstream-style M3AE leaves unused in a VQA step, far less than the assumed heads
+    c = M3AEConfig.m3ae()
+    assert text_pooler_bytes(c) == gradient_bytes(torch.nn.Linear(c.text_width, c.text_width))
+    assert text_pooler_bytes(c) == 2_362_368          # RoBERTa-base: 768 x 768 + 768, fp32
+    with torch.device("meta"):
+        heads = count_parameters(M3AETransformerSS(c))["unused_by_vqa"] * 4
+    assert text_pooler_bytes(c) < heads / 50

@@ -4,8 +4,9 @@ one-GPU runs (not validated on two GPUs). Defined in notebook 03_case1_beyond.
 Per per-rank batch, `column` takes the recorded run at that batch (or the nearest larger one, scaled
 down: not floored), the 3090 `factor` x slower: its GPU work per step; the rest of the post's step
 (105 s / steps) is what the model does not see (loader, host); the recorded buckets replayed through
-a link give the all-reduce left exposed; `lines` prints the epochs. `decode_seconds` times a loader's
-per-image work.
+a link give the all-reduce left exposed; `lines` prints the epochs; `link_rows` runs it over the links
+a 2x RTX 3090 workstation may have (`no_p2p`: a link without peer-to-peer). `decode_seconds` times a
+loader's per-image work.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import statistics
 import time
 from dataclasses import replace
 
-from ...tool.predict import resolve, whatif
+from ...tool.predict import Link, resolve, whatif
 from ...tool.runs import Record, Run
 
 POST = {"one_gpu_s": 105.0, "two_gpu_s": 133.0}
@@ -24,6 +25,32 @@ CAPACITY = 24 * GIB   # an RTX 3090's memory
 ROWS = ("data split in two, GPU work and the rest as on one GPU", "+ the all-reduce left exposed",
         "every rank all samples (+ the all-reduce)")
 NOT_VALIDATED = "modelled from one-GPU records, not validated on multi-GPU"
+
+
+def no_p2p(link) -> Link:
+    """`link` (a name of `predict.LINKS`, or a Link) without peer-to-peer between the cards, common
+    between GeForce cards (driver-dependent): NCCL stages every byte through host memory, so half the
+    bus bandwidth and twice the step latency, the estimate `predict.LINKS["pcie4-x16-no-p2p"]` makes for
+    PCIe 4.0 x16. Defined in notebook 03_case1_beyond."""
+    link = resolve(link)
+    return Link(f"{link.name}-no-p2p", link.bus_bandwidth / 2, link.step_latency * 2,
+                f"{link.source}; halved: no peer-to-peer, NCCL stages through host memory (an estimate)")
+
+
+# The second row of the model over other links and compute rates: {label: (link, factor multiplier)}.
+# A lane of PCIe 4.0 carries what two of PCIe 3.0 do (16 and 8 GT/s), so a row names both slots of its
+# bandwidth: PCIe 3.0 x8 (two cards at x8/x8 on a PCIe 3.0 board) is the x4 row.
+LINK_ROWS = {
+    "PCIe 4.0 x16, P2P": ("pcie4-x16", 1.0),
+    "PCIe 4.0 x8 (x8/x8) or 3.0 x16, P2P": ("pcie4-x8", 1.0),
+    "PCIe 4.0 x8 (x8/x8) or 3.0 x16, no P2P": (no_p2p("pcie3-x16"), 1.0),
+    "PCIe 4.0 x4 (chipset slot) or 3.0 x8, P2P": ("pcie4-x4", 1.0),
+    "PCIe 4.0 x4 (chipset slot) or 3.0 x8, no P2P": (no_p2p("pcie4-x4"), 1.0),
+    "3090 computing 2x faster (x16, no P2P)": ("pcie4-x16-no-p2p", 0.5),
+    "3090 computing 2x slower (x16, no P2P)": ("pcie4-x16-no-p2p", 2.0),
+    "NVLink bridge": ("3090-nvlink-bridge", 1.0),
+}
+SLOW_LINK = "PCIe 4.0 x4 (chipset slot) or 3.0 x8, no P2P"   # the row that comes near 133 s at batch 8
 
 
 def recorded_runs(*names) -> dict:
@@ -83,6 +110,13 @@ def table(runs: dict, batches, link="pcie4-x16-no-p2p", factor: float = 2.0, n_t
           buffer_bytes: int = 8224, bandwidth_factor: float = 1.0) -> dict:
     """{batch: `column`} over `batches`. Defined in notebook 03_case1_beyond."""
     return {b: column(runs, b, link, factor, n_train, buffer_bytes, bandwidth_factor) for b in batches}
+
+
+def link_rows(runs: dict, batches, factor: float = 2.0, n_train: int = 3058, rows: dict = LINK_ROWS) -> dict:
+    """{label: `table`} for every row of `rows` (default `LINK_ROWS`: PCIe 4.0 at x16, x8 and x4 and
+    their PCIe 3.0 equals, with and without peer-to-peer, the compute rate halved and doubled, an
+    NVLink bridge). Defined in notebook 03_case1_beyond."""
+    return {label: table(runs, batches, link, factor * k, n_train) for label, (link, k) in rows.items()}
 
 
 def needed_exposed(batch: int, n_train: int, post: dict = POST) -> float:

@@ -1,5 +1,5 @@
 """An M3AE-shaped model: ViT image encoder, RoBERTa-style text encoder,
-co-attention fusion, a VQA head, and the pre-training heads VQA leaves unused.
+co-attention fusion, a VQA head, and (assumed) pre-training heads VQA leaves unused.
 
 The M3AE checkpoint cannot be fetched here; what matters for DDP speed is the
 shape: how many parameters, how many gradient bytes an all-reduce moves, and
@@ -29,6 +29,9 @@ COMPONENTS = {
     "itm_head": ("itm_head",),
     "mim_head": ("mim_head",),
 }
+# An assumption of the stand-in: upstream M3AE builds its MLM, ITM and MIM heads only when their losses
+# are on, and its VQA-RAD fine-tuning config turns on the VQA loss alone (`text_pooler_bytes`: what it
+# leaves unused instead).
 UNUSED_BY_VQA = ("mlm_head", "itm_head", "mim_head")
 
 
@@ -185,9 +188,9 @@ class M3AETransformerSS(nn.Module):
     """The model of the post: `logits = model(batch)` for a `collote` batch.
 
     `forward` returns VQA logits (B x num_answers). With `with_pretrain_heads`
-    (the default, as when loading M3AE's pre-training checkpoint) the MLM,
-    ITM and MIM heads exist as parameters that the VQA forward never touches,
-    which is what makes DDP need find_unused_parameters=True.
+    (the default, an assumption: see UNUSED_BY_VQA) the MLM, ITM and MIM heads
+    exist as parameters that the VQA forward never touches, which is what
+    makes DDP need find_unused_parameters=True.
     Defined in notebook 01_case1_broken.
     """
 
@@ -257,6 +260,12 @@ def count_parameters(model: nn.Module) -> dict:
                         for p in getattr(m, n).parameters())
     out["unused_by_vqa"] = sum(out[h] for h in UNUSED_BY_VQA)
     return out
+
+
+def text_pooler_bytes(c: M3AEConfig) -> int:
+    """fp32 gradient bytes of a RoBERTa pooler (dense text_width x text_width, bias): what an upstream-style
+    M3AE leaves unused in a VQA step (this stand-in has none). Defined in notebook 01_case1_broken."""
+    return (c.text_width * c.text_width + c.text_width) * 4
 
 
 def drop_unused_heads(model: nn.Module) -> nn.Module:

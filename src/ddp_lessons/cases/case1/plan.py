@@ -165,6 +165,12 @@ def shards_on_nodes(n: int, nodes: int, gpus_per_node: int, posted: bool = True)
     return {"ranks": world, "distinct": len(set(seen)), "reads_per_sample": len(seen) / len(set(seen))}
 
 
+# Loader workers per GPU rank, at most: common practice is 4 to 8, tuned by the data wait
+# (`StepTimer`'s data phase). One H200 rank on 16 cores was given 15 before this cap: nothing was left
+# for the pin-memory thread, NCCL's proxy thread or the CUDA driver's.
+MAX_GPU_WORKERS = 8
+
+
 def core_budget(cores: int, ranks: int, device_type: str, num_workers="cores",
                 thread_cap: int | None = None) -> tuple[int, int]:
     """(loader workers, intra-op threads) of one rank: the core budget.
@@ -177,7 +183,8 @@ def core_budget(cores: int, ranks: int, device_type: str, num_workers="cores",
     - CUDA: the math runs on the GPU; the rank's process only queues kernels
       and copies batches, one thread's work. Extra intra-op threads would
       spin after each CPU op, on cores the workers need, so threads = 1 and
-      workers = share - 1 (decoding JPEGs is what the loader spends CPU on);
+      workers = share - 1 (decoding JPEGs is what the loader spends CPU on),
+      at most `MAX_GPU_WORKERS`;
     - CPU: the math is the step, so threads get most of the share and the
       workers a quarter of it, rounded up; a share of 1 core gets no worker
       (a worker would only take turns with the math on that core, so the
@@ -188,7 +195,9 @@ def core_budget(cores: int, ranks: int, device_type: str, num_workers="cores",
     share = max(1, cores // max(1, ranks))
     if num_workers == "cores":
         if device_type == "cuda":
-            workers = share - 1
+            # capped: the rank's pin-memory thread, NCCL's proxy thread and the driver's need cores
+            # of the share too; more workers than the data wait asks for only queue batches sooner
+            workers = min(share - 1, MAX_GPU_WORKERS)
         else:
             workers = 0 if share == 1 else -(-share // 4)
     else:

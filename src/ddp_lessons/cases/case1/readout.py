@@ -84,11 +84,12 @@ def evaluation_wait(rows: list[dict], evaluator: int = 0, other: int = 1) -> tup
 
 def core_share(workers: int, threads: int, cores: int, ranks: int) -> str:
     """A rank's loader workers plus intra-op threads against its share of the cores, as one line.
-    Defined in notebook 02_case1_answer."""
+    A count, not a load: a worker sleeps once `prefetch_factor` batches wait in its queue, so more
+    workers than cores only double-book them while the workers are busy. Defined in notebook 02_case1_answer."""
     share = max(1, cores // max(1, ranks))
-    verb = "double-books" if workers + threads > share else "fits"
+    verb = "may double-book them when the workers are busy" if workers + threads > share else "fits them"
     return (f"{workers} loader workers + {threads} intra-op thread(s) per rank against {cores} // {ranks} = "
-            f"{share} core(s) per rank: {verb} them")
+            f"{share} core(s) per rank: {verb}")
 
 
 def unused_from_error(text: str) -> list[str]:

@@ -4,7 +4,8 @@ One run of each is not a comparison (a run that meets a busy moment of the machi
 `rounds` launches short runs of the same options on 1 and on 2 workers, alternating (1, 2, 2, 1,
 1, 2, ...), each worker on one core, and keeps per round each run's median step after the warm-up
 (for 2 workers, the slower rank's: the epoch waits for it); `describe` prints it as a reading.
-`batch_variants` and `epoch_by_round` do the same for two options in one `train_many` launch.
+`batch_variants` and `epoch_by_round` do the same for two options in one `train_many` launch, and
+`worker_variants`, `step_by_round` and `describe_pair` for two loader worker counts, nothing else changed.
 Defined in notebook 01_case1_broken.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from ...tool.launcher import launch
 from ...tool.runs import Rank
-from ...tool.spread import interleave
+from ...tool.spread import chance_level, interleave
 from .options import Options
 from .train import train
 
@@ -51,11 +52,46 @@ def describe(r: dict) -> str:
             f"{1 / (2 * max(eff)):.2f} .. {1 / (2 * min(eff)):.2f} x the epoch on 1")
 
 
+def interleaved(options: dict, n: int) -> dict:
+    """{name: Options} (names without spaces) in `n` interleaved rounds (A B, B A, B A, A B, ...),
+    named "<round> <name>", for one `train_many` launch."""
+    return {f"{i} {name}": options[name] for i, order in enumerate(interleave(list(options), n)) for name in order}
+
+
 def batch_variants(kept: Options, halved: Options, n: int = 7) -> dict:
     """The two batch choices in `n` interleaved rounds (A B, B A, B A, A B, ...), named
     "<round> kept" / "<round> halved", for one `train_many` launch. Defined in notebook 02_case1_answer."""
-    both = {"kept": kept, "halved": halved}
-    return {f"{i} {name}": both[name] for i, order in enumerate(interleave(list(both), n)) for name in order}
+    return interleaved({"kept": kept, "halved": halved}, n)
+
+
+def worker_variants(options: Options, counts=(4, 8), n: int = 5, steps_limit: int = 6) -> dict:
+    """`options` with `num_workers` set to each of `counts` and nothing else changed, in `n` interleaved
+    rounds of `steps_limit` steps without evaluation, named "<round> workers=<k>", for one `train_many`
+    launch. Defined in notebook 02_case1_answer."""
+    o = options.replace(steps_limit=steps_limit, evaluation="none")
+    return interleaved({f"workers={k}": o.replace(num_workers=k) for k in counts}, n)
+
+
+def step_by_round(runs: dict, skip: int = 2) -> dict:
+    """{name: per round, the slower rank's median step (s) after `skip` warm-up steps} of runs named
+    "<round> <name>" (`interleaved`'s names). Defined in notebook 02_case1_answer."""
+    out = {}
+    for name, ranks in runs.items():
+        out.setdefault(name.split(" ", 1)[1], []).append(max(Rank(r).median_step(skip)["step_time"] for r in ranks))
+    return out
+
+
+def describe_pair(by_round: dict, a: str, b: str) -> str:
+    """B against A over interleaved rounds as a reading: the per-round ratios of their steps and whether
+    they fall on one side of 1 (with the sign test's chance level) or not ("not resolvable here").
+    Defined in notebook 02_case1_answer."""
+    r = [y / x for x, y in zip(by_round[a], by_round[b], strict=True)]
+    if min(r) <= 1 <= max(r):
+        tail = "not resolvable here: 1 lies inside the rounds' spread"
+    else:
+        side = "shorter" if max(r) < 1 else "longer"
+        tail = f"{b} {side} in every round (a sign test puts {chance_level(len(r)):.1%} on that by chance)"
+    return f"step with {b} / step with {a} per round {min(r):.2f} .. {max(r):.2f} over {len(r)} rounds: {tail}"
 
 
 def epoch_by_round(runs: dict, steps: dict) -> tuple[list[float], list[float]]:
