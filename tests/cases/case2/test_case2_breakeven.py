@@ -4,13 +4,20 @@ import dataclasses
 
 from ddp_lessons.cases.case2 import mlp
 from ddp_lessons.cases.case2.breakeven import (Costs, StepModel, core_share, k_from_sweep, powersgd_bytes,
-                                              sensitivity, speedup)
+                                              powersgd_compressed, sensitivity, speedup)
 from ddp_lessons.cases.case2.readout import recorded_medians
 
 
 def test_powersgd_arithmetic():
     nbytes, calls = powersgd_bytes(mlp(256, 3))
-    assert calls == 3 and nbytes == 4 * (3 * 256 + 1 + (256 + 10) + 2 * 512 + (1 + 256))
+    # biases whole; 256x10 and 256x256 as P and Q; the 1x256 output layer whole: (1 + 256) x 2 > 256 elements
+    assert calls == 3 and nbytes == 4 * (3 * 256 + 1 + (256 + 10) + 2 * 512 + 256)
+    assert powersgd_bytes(mlp(256, 3), min_compression_rate=0.5)[0] == 4 * (3 * 256 + 1 + (256 + 10) + 2 * 512 + 257)
+
+
+def test_powersgd_waits_for_its_start_iteration():
+    assert powersgd_compressed(600) == 0                   # torch's default start_powerSGD_iter=1000
+    assert powersgd_compressed(600, start_iter=2) == 598 and powersgd_compressed(1500) == 500
 
 
 # -- the models 06 prints -----------------------------------------------
@@ -32,6 +39,7 @@ def test_step_model_launch_floor_and_link():
     m = StepModel(one=0.2e-3, ddp=2e-3, k=2e-13, latency=30e-6, busbw=100e9)
     assert m.step(256, 1) == 0.2e-3                       # on the launch floor
     assert m.step(256, 3) > 2e-3                          # DDP's floor plus the all-reduce
+    assert m.epoch_steps(256, 1) == 20 * m.step(256, 1) and m.epoch_steps(256, 3) == 7 * m.step(256, 3)
     assert m.speedup(256, 3) < 1.0
     assert m.breakeven(3, [256, 1024, 4096, 16384]) in (1024, 4096, 16384)
     hidden = dataclasses.replace(m, exposed=0.0)

@@ -54,6 +54,36 @@ def test_the_launch_record_read_per_round_with_its_load():
     assert R.load_range(rec) == pytest.approx((0.5, 2.7))
 
 
+def test_extra_launch_and_the_mpi_singletons_per_rank():
+    runs = [_launch("cpu:1:auto", r, 0.0, 2.5, 2.6, 2.8, 3.2, 4.0 + r) for r in range(2)]
+    runs += [_launch("cpu:3:ddp", r, 0.0, 2.5, 2.6, 5.0, 5.2, 6.5 + 2 * r, extra_ranks=2) for r in range(2)]
+    rec = {"results": {"runs": runs}}
+    assert R.extra_launch(rec) == pytest.approx([2.7, 3.7])
+    assert R.mpi_singletons(rec, "cpu:3:ddp") == (0, 6)
+    orted = "--hnp --set-sid --report-uri 8 --singleton-died-pipe 9 -mca state_novm_select 1"
+    for run in runs:
+        run["ranks"][0]["children"] = [orted, "s.py --devices 3"]
+    assert R.mpi_singletons(rec, "cpu:3:ddp") == (2, 6) and R.mpi_singletons(rec, "cpu:1:auto") == (2, 2)
+
+
+def test_the_break_even_share_of_an_epoch():
+    assert R.breakeven_share(12.0, 0.25, epochs=200) == pytest.approx(0.76)
+    assert R.breakeven_share(60.0, 0.25, epochs=200) < 0      # the launch alone outlasts the run
+
+
+def test_an_epoch_split_adds_up_on_both_sides():
+    s = R.EpochSplit(one_epoch=0.3, train=(0.10, 0.12, 0.14), validation=(0.05, 0.06, 0.07), batches=(20, 7),
+                     ddp_step=1e-3, allreduce=1e-4, syncs=3)
+    assert s.fixed == pytest.approx(0.3 - 0.12 - 0.06)
+    assert s.n_epoch() == pytest.approx(0.12 + 0.18 * 7 / 20 + 7e-3 + 3e-4)
+    assert sum(a for a, _ in s.parts().values()) == pytest.approx(0.3)
+    assert sum(b for _, b in s.parts().values()) == pytest.approx(s.n_epoch())
+    lo, hi = s.fraction_range()
+    assert lo < s.fraction < hi     # more of the epoch splitting: a shorter n-GPU epoch
+    assert s.launch_to_lose(epochs=100) == pytest.approx(100 * (0.3 - s.n_epoch()))
+    assert R.breakeven_share(s.launch_to_lose(100), 0.3, epochs=100) == pytest.approx(s.fraction)
+
+
 def test_payback_arithmetic():
     p = R.payback(3.0, 0.2, 0.1, epochs=200)
     assert p["per_epoch"] == pytest.approx(0.1) and p["breakeven_epochs"] == pytest.approx(30)

@@ -14,17 +14,17 @@ loaded on first use. Lightning is imported only when a fit runs.
 """
 
 from . import breakeven, hook_intervals, nvml, pairs, plain, readout
-from .breakeven import (Costs, StepModel, core_share, fit_compute, k_from_sweep, powersgd_bytes, predict, sensitivity,
-                        speedup)
+from .breakeven import (Costs, StepModel, core_share, fit_compute, k_from_sweep, powersgd_bytes, powersgd_compressed,
+                        predict, sensitivity, speedup)
 from .claims import CLAIMS, breakeven_bounds, epoch_ratio_bounds, middle_half, slowest_epochs
-from .launch_cost import EPOCHS, SETUP, STARTUP, launch_s, other_ranks, parts, plot_parts, run_script
+from .launch_cost import BUILD, EPOCHS, SETUP, STARTUP, launch_s, other_ranks, parts, plot_parts, run_script
 from .lightning import fit_here, fit_one, launcher_of
 from .model import D_IN, grad_bytes, loss_fn, loss_shape_effect, make_dataset, mlp, param_count
 from .options import Options
 from .plan import make_trainer, memory_logger, quiet
-from .readout import (POST_EPOCHS, epoch_seconds, expected_syncs, launch_parts, launch_rounds, load_range,
-                      multi_gpu_records, payback, per_round, ratio_line, record, record_line, recorded_medians,
-                      runs_of, spread_line)
+from .readout import (POST_EPOCHS, EpochSplit, breakeven_share, epoch_seconds, epoch_split, expected_syncs,
+                      extra_launch, launch_parts, launch_rounds, load_range, mpi_singletons, multi_gpu_records,
+                      payback, per_round, ratio_line, record, record_line, recorded_medians, runs_of, spread_line)
 from .train import fit_worker, results
 from ...course import replay
 from ...tool import allreduce, spread
@@ -47,12 +47,13 @@ def stored_or_live(name: str, where) -> dict:
 __all__ = ["CASE", "CLAIMS", "Options", "stored_or_live", "fit_here", "fit_one", "fit_worker", "results",
            "launcher_of", "make_trainer", "memory_logger", "quiet", "D_IN", "mlp", "param_count", "grad_bytes",
            "make_dataset", "loss_fn", "loss_shape_effect", "run_script", "parts", "launch_s", "other_ranks",
-           "plot_parts", "EPOCHS", "SETUP", "STARTUP", "runs_of",
+           "plot_parts", "BUILD", "EPOCHS", "SETUP", "STARTUP", "runs_of", "mpi_singletons", "extra_launch",
            "record", "record_line", "launch_rounds", "launch_parts", "load_range", "epoch_seconds",
-           "payback", "spread_line", "ratio_line", "per_round", "recorded_medians", "expected_syncs", "POST_EPOCHS",
+           "payback", "breakeven_share", "epoch_split", "EpochSplit", "spread_line", "ratio_line", "per_round",
+           "recorded_medians", "expected_syncs", "POST_EPOCHS",
            "multi_gpu_records", "slowest_epochs", "epoch_ratio_bounds", "breakeven_bounds", "middle_half", "Costs",
-           "StepModel",
-           "core_share", "fit_compute", "k_from_sweep", "powersgd_bytes", "predict", "sensitivity", "speedup",
+           "StepModel", "core_share", "fit_compute", "k_from_sweep", "powersgd_bytes", "powersgd_compressed",
+           "predict", "sensitivity", "speedup",
            "allreduce", "spread", "breakeven", "hook_intervals", "nvml", "pairs", "plain", "readout"]
 
 

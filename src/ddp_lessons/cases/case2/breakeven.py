@@ -106,7 +106,8 @@ def table(costs: Costs, vary: str, values, world_size=3, **kw) -> list[dict]:
 # -- N GPUs against one GPU, step against step: a labelled model ---------------------
 @dataclasses.dataclass(frozen=True)
 class StepModel:
-    """One epoch of the fixed test on one GPU and on n, step by step (seconds).
+    """An epoch's training steps of the fixed test on one GPU and on n, step by step (seconds): steps only,
+    no validation and no per-epoch work (`readout.epoch_split` has the whole epoch).
 
     Assumptions (each a row of the sensitivity table or said in notebook 06):
     - a step takes max(its launch floor, GPU compute): the floor is what the host
@@ -138,12 +139,13 @@ class StepModel:
             return max(self.one, compute)
         return max(self.ddp, compute) + self.exposed * allreduce.estimate(4 * params, self.busbw, self.latency, n)
 
-    def epoch(self, width: int, n: int) -> float:
+    def epoch_steps(self, width: int, n: int) -> float:
+        """Seconds of one epoch's training steps on each of n GPUs (ceil(ceil(size / n) / batch) steps)."""
         return math.ceil(math.ceil(self.size / n) / self.batch) * self.step(width, n)
 
     def speedup(self, width: int, n: int) -> float:
-        """Epoch on one GPU over epoch on n (> 1: the n GPUs win)."""
-        return self.epoch(width, 1) / self.epoch(width, n)
+        """An epoch's steps on one GPU over those on n (> 1: the n GPUs' steps take less)."""
+        return self.epoch_steps(width, 1) / self.epoch_steps(width, n)
 
     def breakeven(self, n: int, widths) -> int | None:
         """The first of `widths` at which n GPUs beat one; None if none does."""
@@ -178,10 +180,22 @@ def core_share(ranks: int, cores: int, threads: int) -> float:
     return max(1.0, ranks * threads / cores)
 
 
-def powersgd_bytes(model, rank: int = 1) -> tuple[int, int]:
-    """(bytes, all-reduces) per step of torch's PowerSGD hook on `model` (fp32), after its warm-up:
-    each matrix (out x in) sends P (out x rank) and Q (in x rank) in one all-reduce each, every
-    vector goes uncompressed in a third. Arithmetic, not a measurement. Defined in notebook 05_case2_where_time_goes."""
-    mats = [p.shape for p in model.parameters() if p.dim() > 1]
-    vecs = sum(p.numel() for p in model.parameters() if p.dim() <= 1)
-    return 4 * (vecs + rank * sum(s[0] + s[1] for s in mats)), 3
+def powersgd_bytes(model, rank: int = 1, min_compression_rate: float = 2.0) -> tuple[int, int]:
+    """(bytes, all-reduces) per step of torch's PowerSGD hook on `model` (fp32) once it compresses: a
+    matrix (out x in) that compresses by more than `min_compression_rate` (PowerSGDState's default 2) sends
+    P (out x rank) and Q (in x rank), one all-reduce each; vectors and the other matrices go uncompressed
+    in a third. Arithmetic, not a measurement. Defined in notebook 05_case2_where_time_goes."""
+    sent = 0
+    for p in model.parameters():
+        rows = p.shape[0] if p.dim() > 1 else 1
+        cols = p.numel() // rows  # the hook views a matrix as (out, -1)
+        compresses = p.dim() > 1 and (rows + cols) * rank * min_compression_rate < rows * cols  # torch's rule
+        sent += (rows + cols) * rank if compresses else p.numel()
+    return 4 * sent, 3
+
+
+def powersgd_compressed(steps: int, start_iter: int = 1000) -> int:
+    """How many of `steps` synchronised steps PowerSGD compresses: its hook runs the plain fp32 all-reduce
+    while `PowerSGDState.iter < start_powerSGD_iter` (torch's default 1,000; its minimum with error
+    feedback is 2). Defined in notebook 05_case2_where_time_goes."""
+    return max(0, steps - start_iter)

@@ -12,7 +12,7 @@ import statistics
 
 from ...course.claims import Claim, Claims
 from ...tool.spread import quartiles
-from .readout import POST_EPOCHS, epoch_seconds
+from .readout import POST_EPOCHS, breakeven_share, epoch_seconds
 
 MIN_REPEATS = 7  # epochs or steps: fewer decide nothing
 
@@ -73,7 +73,7 @@ def breakeven_bounds(one_epochs, rank_epochs, extra_launch_s: float, epochs: int
     (above 1: they lose). Where the launch alone costs more than the run, (inf, inf): they lose at any
     epoch length. Defined in notebook 05_case2_where_time_goes."""
     low, high = epoch_ratio_bounds(one_epochs, rank_epochs, min_n)
-    even = 1 - extra_launch_s / (epochs * statistics.median(one_epochs))
+    even = breakeven_share(extra_launch_s, statistics.median(one_epochs), epochs)
     if high == math.inf:
         return low, high
     return (low / even, high / even) if even > 0 else (math.inf, math.inf)

@@ -18,6 +18,7 @@ SCRIPT = Path(__file__).with_name("posted_script.py")
 EPOCHS = "the epochs (train + validate)"
 SETUP = "fit set-up (other ranks start, rendezvous)"
 STARTUP = "start Python, import torch and Lightning"
+BUILD = "build data, model, logger, Trainer"  # Lightning's environment checks run here (MPI's among them)
 
 
 def setup_name(accelerator: str, devices: int, strategy: str) -> str:
@@ -66,7 +67,7 @@ def parts(run: dict) -> dict:
     and the end (teardown, exit). Defined in notebook 04_case2_lightning."""
     r0 = run["ranks"][0]
     return {STARTUP: r0["imported"] - run["t_call"],
-            "build data, model, logger, Trainer": r0["built"] - r0["imported"],
+            BUILD: r0["built"] - r0["imported"],
             SETUP: r0["train_start"] - r0["built"],
             EPOCHS: r0["train_end"] - r0["train_start"],
             "end of fit, exit": run["t_exit"] - r0["train_end"]}

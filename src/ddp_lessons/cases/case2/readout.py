@@ -1,18 +1,20 @@
 """Case 2's readings: what the workers and the records return, as numbers. A record's line with its
-provenance (`record_line`); the launch records' rounds (`runs_of`, `launch_rounds`); an epoch's length
-and what N ranks save over the post's 200 epochs (`epoch_seconds`, `payback`); the recorded pairs' and
-levers' per-round values (`per_round`, `recorded_medians`) and their one-line spreads.
-Defined in notebook 04_case2_lightning.
+provenance (`record_line`); the launch records' rounds (`runs_of`, `extra_launch`, `mpi_singletons`); an
+epoch's length and what N ranks save over the post's 200 epochs (`epoch_seconds`, `payback`,
+`breakeven_share`); the one-GPU epoch taken apart and the 3-GPU epoch modelled from its parts
+(`epoch_split`: case 2's answer); the recorded pairs' and levers' per-round values (`per_round`,
+`recorded_medians`) and their one-line spreads. Defined in notebook 04_case2_lightning.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 
-from ...tool import records
+from ...tool import allreduce, records
 from ...tool.runs import Rank
-from .launch_cost import launch_s, parts
+from .launch_cost import EPOCHS, launch_s, parts
 
 POST_EPOCHS = 200  # the post's max_epochs
 
@@ -47,6 +49,12 @@ def launch_rounds(rec: dict, setup: str) -> list[float]:
     return [launch_s(r) for r in runs_of(rec, setup)]
 
 
+def extra_launch(rec: dict, one: str = "cpu:1:auto", many: str = "cpu:3:ddp") -> list[float]:
+    """Per round, the launch of `many` beyond that of `one` (s) in a `case2-launch` record: what the extra
+    ranks cost apart from the epochs. Defined in notebook 04_case2_lightning."""
+    return [b - a for a, b in zip(launch_rounds(rec, one), launch_rounds(rec, many), strict=True)]
+
+
 def launch_parts(rec: dict, setup: str) -> dict:
     """The median over rounds of each of rank 0's parts (s) of `setup` in a `case2-launch` record.
     Defined in notebook 04_case2_lightning."""
@@ -61,6 +69,14 @@ def load_range(rec: dict) -> tuple[float, float]:
     return min(loads), max(loads)
 
 
+def mpi_singletons(rec: dict, setup: str) -> tuple[int, int]:
+    """(ranks that started an OpenMPI singleton, ranks) over the launches of `setup` in a `case2-launch`
+    record: where mpi4py is installed, Lightning's MPI check initialises MPI when the Trainer is built,
+    and each rank then runs an `orted --hnp ... --singleton-died-pipe` child. Defined in notebook 04_case2_lightning."""
+    ranks = [r for run in runs_of(rec, setup) for r in run["ranks"]]
+    return sum(any("--singleton-died-pipe" in c for c in r.get("children") or []) for r in ranks), len(ranks)
+
+
 def epoch_seconds(result) -> list[float]:
     """Each epoch's length (training pass + validation pass, s) of one rank's Lightning timer, leaving
     out the first (it starts the loaders and warms up). Defined in notebook 05_case2_where_time_goes."""
@@ -71,10 +87,17 @@ def epoch_seconds(result) -> list[float]:
 def payback(extra_launch_s: float, one_epoch_s: float, n_epoch_s: float, epochs: int = POST_EPOCHS) -> dict:
     """A model: a run pays its launch once, then `epochs` epochs. Seconds N ranks save per epoch
     (negative: they lose), over the run, what is left once their extra launch is paid (`net`, positive:
-    N ranks win) and the epoch count at which they break even. Defined in notebook 05_case2_where_time_goes."""
+    N ranks win) and the epoch count at which they break even. Defined in notebook 04_case2_lightning."""
     saved = one_epoch_s - n_epoch_s
     return {"per_epoch": saved, "over_run": saved * epochs, "net": saved * epochs - extra_launch_s,
             "epochs": epochs, "breakeven_epochs": extra_launch_s / saved if saved > 0 else math.inf}
+
+
+def breakeven_share(extra_launch_s: float, one_epoch_s: float, epochs: int = POST_EPOCHS) -> float:
+    """A model: the share of the one-device epoch below which N ranks' epochs pay back their longer launch
+    over `epochs` epochs, 1 - extra launch / (epochs x one-device epoch); 0 or less: they cannot win.
+    Defined in notebook 04_case2_lightning."""
+    return 1 - extra_launch_s / (epochs * one_epoch_s)
 
 
 def spread_line(values, scale: float = 1e3, unit: str = "ms", over: str = "rounds") -> str:
@@ -131,3 +154,82 @@ def expected_syncs(samples_per_rank: int, batch_size: int, accumulate: int) -> t
     micro-step and on the epoch's last one. Defined in notebook 05_case2_where_time_goes."""
     micro = math.ceil(samples_per_rank / batch_size)
     return micro, math.ceil(micro / accumulate)
+
+
+# -- case 2's answer: the one-GPU epoch taken apart, the n-GPU epoch modelled from its parts ---------
+@dataclasses.dataclass(frozen=True)
+class EpochSplit:
+    """One epoch of the posted test on one GPU taken apart from records, and the same epoch on `n` GPUs
+    modelled from its parts (s). Assumptions: each rank runs its `batches[1]` of the `batches[0]`
+    micro-steps and validation batches (DistributedSampler's share, the last batch partial) at the one-GPU
+    speed; the rest of the epoch (Lightning's loop, checkpoint, progress bar) neither splits nor grows;
+    each rank adds DDP's per-step work and `syncs` all-reduces; nothing else grows with the ranks.
+    Defined in notebook 04_case2_lightning."""
+    one_epoch: float      # the 200-epoch run's epochs / 200: one run
+    train: tuple          # per recorded epoch after the first: its micro-steps, summed
+    validation: tuple     # per recorded epoch after the first: its validation pass
+    batches: tuple        # (batches an epoch on one GPU, on each of n ranks)
+    ddp_step: float       # DDP's own work per micro-step, recorded at world size 1
+    allreduce: float      # one all-reduce of the gradients on the assumed link
+    syncs: int            # all-reduces an epoch on each rank
+    n: int = 3
+
+    def n_epoch(self, split: float | None = None) -> float:
+        """The n-GPU epoch (s) when the parts that split take `split` s on one GPU (None: their medians)."""
+        split = self.one_epoch - self.fixed if split is None else split
+        share = self.batches[1] / self.batches[0]
+        return self.one_epoch - split * (1 - share) + self.batches[1] * self.ddp_step + self.syncs * self.allreduce
+
+    def splits(self) -> list[float]:
+        return [t + v for t, v in zip(self.train, self.validation, strict=True)]
+
+    @property
+    def fixed(self) -> float:
+        """The rest of the one-GPU epoch, by difference (the parts' record ran without checkpoint or bar)."""
+        return self.one_epoch - statistics.median(self.train) - statistics.median(self.validation)
+
+    @property
+    def fraction(self) -> float:
+        """The n-GPU epoch over the one-GPU epoch, at the parts' medians."""
+        return self.n_epoch() / self.one_epoch
+
+    def fraction_range(self) -> tuple[float, float]:
+        """The fraction's lowest and highest over the recorded epochs' parts."""
+        got = sorted(self.n_epoch(s) / self.one_epoch for s in self.splits())
+        return got[0], got[-1]
+
+    def parts(self) -> dict:
+        """Part -> (s on one GPU, s on each of n GPUs), the medians; the parts add up to both epochs."""
+        share = self.batches[1] / self.batches[0]
+        train, val, fixed = statistics.median(self.train), statistics.median(self.validation), self.fixed
+        return {f"training micro-steps ({self.batches[0]}; {self.batches[1]} a rank)": (train, train * share),
+                "validation pass (split the same way)": (val, val * share),
+                "the rest: loop, checkpoint, progress bar": (fixed, fixed),
+                "DDP's own work in each micro-step": (0.0, self.batches[1] * self.ddp_step),
+                f"{self.syncs} all-reduces of the gradients": (0.0, self.syncs * self.allreduce)}
+
+    def launch_to_lose(self, epochs: int = POST_EPOCHS) -> float:
+        """The extra launch (s) at which n GPUs stop winning `epochs` epochs of these lengths."""
+        return epochs * (self.one_epoch - self.n_epoch())
+
+
+def epoch_split(n: int = 3, parts_record: str = "case2-h200-posted", whole: str = "case2-posted200-h200x1",
+                levers: str = "case2-h200-levers", busbw: float = 25e9, latency: float = 100e-6) -> EpochSplit:
+    """Case 2's one-GPU epoch taken apart: the epoch from `whole` (the post's 200 epochs, one run), its
+    micro-steps and validation passes from `parts_record` (5 epochs; the first left out), DDP's per-step
+    work from `levers`; the all-reduce on an assumed link (`busbw`, `latency`: the slowest row of notebook
+    06's table). Defined in notebook 04_case2_lightning."""
+    run = runs_of(record(whole), "gpu:1:auto")[0]
+    one_epoch = parts(run)[EPOCHS] / run["epochs"]
+    rec = record(parts_record)
+    opts, result = rec["config"]["options"], rec["results"]["lightning"][0]
+    per_epoch = math.ceil(opts["size"] / opts["batch_size"])
+    steps = [s["step_time"] for s in Rank(result).steps()]
+    train = [sum(steps[i:i + per_epoch]) for i in range(per_epoch, len(steps), per_epoch)]
+    validation = [e["validation"] for e in Rank(result).timer["epochs"][1:]]
+    per_rank, syncs = expected_syncs(math.ceil(opts["size"] / n), opts["batch_size"], opts["accumulate"])
+    lev = record(levers)
+    ddp, eager = (statistics.median(m for m in recorded_medians(lev, k) if m is not None) for k in ("ddp", "fixed"))
+    return EpochSplit(one_epoch=one_epoch, train=tuple(train), validation=tuple(validation),
+                      batches=(per_epoch, per_rank), ddp_step=ddp - eager,
+                      allreduce=allreduce.estimate(result["grad_bytes"], busbw, latency, n), syncs=syncs, n=n)
