@@ -3,11 +3,11 @@
 
 # %% [markdown]
 # **Your DDP run is barely faster on 2 ranks than on 1: where does the time go, and what do you fix first?**
-# Measure, then fix the largest cost. Here 2 CPU ranks gain little, or lose on a busy machine (measured
-# below). The largest cost is every rank evaluating the whole test set: with evaluation a share s of a
-# 1-rank run, Amdahl caps 2 ranks at 1 / (s + (1 - s) / 2), about 1.4x here (modelled from measured
-# shares); two ranks on two cores lose more. Shard the evaluation first. On a GPU, ask first whether it
-# is busy: the recorded one-H200 run was busy 6% of the traced steps (recorded), so the host set the pace.
+# Rank the costs, fix the largest, measure again. A cost every rank repeats caps the speed-up: with the
+# evaluation a share s of the 1-rank run, done whole on every rank, 2 ranks gain at most
+# 1 / (s + (1 - s) / 2) (Amdahl). In the recorded one-H200 run s was 15%, a cap of 1.74x (modelled from
+# the recorded share); below, 2 CPU ranks measure both (measured here). On a GPU ask first whether it is
+# busy: that H200 was busy 6% of the traced steps (recorded); the host set the pace.
 
 # %% [markdown]
 # **What you will learn**: to time 1 against 2 ranks in the same rounds and rank the costs, by hand, with
@@ -16,13 +16,12 @@
 # This is the last notebook.
 
 # %% [markdown]
-# **How this was measured.** The workload is neither case: a ResNet-18-like CNN on CIFAR-shaped synthetic
-# images made from a seed, per-rank batch 32, quarter width on the CPU. Its habits: crop and flip in PIL in the
+# **How this was measured.** The workload is neither case: a ResNet-18-like CNN on seeded synthetic CIFAR-shaped
+# images, per-rank batch 32, quarter width on the CPU. Its habits: crop and flip in PIL in the
 # main process, `loss.item()` and a print every step, every rank evaluating the whole test set, no
 # `sampler.set_epoch`. Here 2 gloo ranks of one thread each share this machine's cores, every setup in 7
-# interleaved rounds of one launch. Times move with the machine's load: they appear in plots and unchecked
-# cells, with a verdict only where the outcome could go either way. The GPU figures come from one recorded run
-# (world size 1); no multi-GPU run is recorded yet.
+# interleaved rounds of one launch; times move with the machine's load. The GPU figures come from one recorded
+# run (world size 1); no multi-GPU run is recorded yet.
 
 # %%
 import statistics
@@ -35,6 +34,7 @@ from ddp_lessons.cases.own.exercises import check
 
 size = dict(width=16, train_size=256, test_size=1024, epochs=2)
 broken, fixed = own.Options.broken(**size), own.Options.fixed(**size)
+sharded = own.Options.preset("eval_sharded", **size)   # the first fix alone
 print(broken)
 print("the fixes:", fixed.diff(broken))
 print(f"{own.parameter_count(own.SmallResNet(width=16)):,} parameters at width 16 (ResNet-18: about 11.2 million)")
@@ -48,12 +48,14 @@ print(where.describe())
 
 # %% [markdown]
 # ## 1 against 2 ranks, broken against fixed, in the same rounds
-# One launch of 2 ranks runs four setups in 7 interleaved rounds (A B C D, D C B A, ...): each setup on 1 rank
-# (rank 0 alone, rank 1 waiting) and on 2. A run's time is its slowest rank's wall time, evaluation included.
+# One launch of 2 ranks runs five setups in 7 rounds, the order rotated and reversed: broken and fixed on 1
+# rank (rank 0 alone, rank 1 waiting) and on 2, and on 2 the broken one with only its evaluation sharded.
+# A run's time is its slowest rank's wall time, evaluation included.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-setups = {"broken x1": (broken, 1), "broken x2": (broken, 2), "fixed x1": (fixed, 1), "fixed x2": (fixed, 2)}
+setups = {"broken x1": (broken, 1), "broken x2": (broken, 2), "sharded x2": (sharded, 2),
+          "fixed x1": (fixed, 1), "fixed x2": (fixed, 2)}
 raw = launch(own.train.rounds, args=(setups, 7), world_size=2, threads=1, backend=where.backend, timeout=600)
 here = own.readout.record(raw)   # setup -> one Run per round, read like a saved record
 times = own.readout.times(here)
@@ -65,15 +67,14 @@ own.plots.rounds(times, title="run time per round, 1 and 2 CPU ranks (measured h
 
 # %% [markdown]
 # ## What the second rank buys
-# With every rank evaluating the whole test set, the second rank shares only the training. If evaluation is a
-# share `s` of the 1-rank run, 2 ranks need at least `s + (1 - s) / 2` of its time (Amdahl), so the speed-up is
-# at most `1 / (s + (1 - s) / 2)`. On this run's numbers:
+# With every rank evaluating the whole test set, the second rank shares only the training: 2 ranks need at
+# least `s + (1 - s) / 2` of the 1-rank run's time (Amdahl, the opening's cap). On this run's numbers:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 one, two = here.rounds("broken x1"), here.rounds("broken x2")
 s = statistics.median(own.readout.eval_share(run[0]) for run in one)
-bound = 1 / (s + (1 - s) / 2)
+bound = own.readout.amdahl(s, ranks=2)
 speedup = [t1 / t2 for t1, t2 in zip(times["broken x1"], times["broken x2"], strict=True)]
 print(f"evaluation: {s:.0%} of the 1-rank run (median of {len(one)} rounds); bound: 1 / ({s:.2f} + {1 - s:.2f} / 2)"
       f" = {bound:.2f}x")
@@ -133,17 +134,33 @@ print(f"the timer's account explains {min(cover):.1%} .. {max(cover):.1%} of eac
 # between the timer's marks, which grows while a rank waits for a core.
 
 # %% [markdown]
-# ## Fixed, and measured again
-# The fixes are options (`fixed.diff(broken)` above): each rank evaluates its shard and the counts are summed,
-# `set_epoch`, no per-step log, loader workers within the core budget. The evaluation's fix, in the loop:
+# ## The first fix alone, measured again
+# Only what ranks first, fixed: "sharded x2" evaluates each rank's shard, in the same rounds:
 # ```python
 # -    correct, seen = evaluate(model, DataLoader(testset))                    # every rank, every sample
 # +    sampler = DistributedSampler(testset, shuffle=False)                   # this rank's shard
 # +    counts = torch.tensor(evaluate(model, DataLoader(testset, sampler=sampler)))
 # +    dist.all_reduce(counts)                                               # correct and seen, over the ranks
 # ```
-# `compare` sets each setup's rounds side by side: speed-up over the same setup on 1 rank, and efficiency,
-# the speed-up divided by the 2 ranks.
+# Run time per round against broken, then the other fixes against it; `diagnose` again:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for a, b in (("broken x2", "sharded x2"), ("sharded x2", "fixed x2")):
+    r = own.readout.paired(times, a, b)
+    print(f"{b} / {a}: median {r['median']:.2f} ({r['lo']:.2f} .. {r['hi']:.2f}, {r['rounds']} rounds)")
+after = diagnose(here.rounds("sharded x2")[1])   # what ranks first now
+for f in after.findings[:3]:
+    print(f"{f.label} [{f.status}]: {f.seconds:.2f} s, {f.window_share:.0%} of the window")
+
+# %% [markdown]
+# Sharding halves each rank's evaluation; what `diagnose` ranks first now is the next fix. With a test set
+# four times the training set the evaluation can still lead (then: evaluate less often). A ratio whose rounds
+# straddle 1: that change bought nothing measurable here.
+#
+# ## Fixed, and measured again
+# The other fixes: `set_epoch`, no per-step log, budgeted loader workers. `compare`: speed-up over the same
+# setup on 1 rank, and efficiency (speed-up / 2 ranks).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -164,11 +181,11 @@ for name in ("broken x1", "fixed x1"):
 
 # %% [markdown]
 # ## Zero lines changed: the doctor
-# Everything above needed the workload's own timer. The doctor needs no line changed: it runs your command
-# with its hooks in the processes it starts (`python -m ddp_lessons doctor --steps 10 -- torchrun
-# --standalone --nproc_per_node 2 train.py`, or `doctor([...])` from Python). Its patient is a plain DDP script
-# that never imports the package, with two of the habits: every rank evaluates the whole test set, and rank 0
-# calls `loss.item()` and prints every step.
+# The doctor needs no line changed: it runs your command with its hooks in the processes it starts
+# (`doctor([...])` from Python). Against 1 rank, pin the threads in both: `OMP_NUM_THREADS=4 python -m
+# ddp_lessons doctor --steps 10 -- torchrun --standalone --nproc_per_node 1 train.py`, then the same with
+# `--nproc_per_node 2`; unpinned, torchrun gives each of 2 ranks 1 thread, a lone rank every core's. The
+# patient, a plain DDP script, evaluates the whole test set on every rank; rank 0 prints `loss.item()` each step.
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
@@ -184,7 +201,7 @@ print(f"exit status {checkup.returncode}; {len(checkup.run)} ranks timed; the sc
 checkup
 
 # %%
-own.CLAIMS.decide("doctor_ranks_evaluation_first", (checkup.diagnosis.causes or ["none"])[0]).show();
+own.CLAIMS.decide("doctor_ranks_evaluation_first", own.readout.first_finding(checkup.diagnosis)).show();
 
 # %% [markdown]
 # `checkup.diagnosis` is the `Diagnosis` above, `checkup.run` the `Run` it read. The evaluation's fix needs your
@@ -200,6 +217,8 @@ own.CLAIMS.decide("doctor_ranks_evaluation_first", (checkup.diagnosis.causes or 
 gpu = Record.load(own.gpu.RUN)
 print(own.gpu.provenance(gpu))
 print("the course itself pins torch 2.13 (CPU); setups:", ", ".join(gpu.setups))
+share, cap = own.gpu.evaluation_cap(gpu)
+print(f"evaluation: {share:.0%} of the 1-GPU run; 2 such GPUs, each evaluating all: at most {cap:.2f}x (modelled)")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -227,7 +246,7 @@ for name in ("temporal", "idle", "overlap"):
     print(name, hta.get(name, "needs `pip install HolisticTraceAnalysis`"))
 
 # %% [markdown]
-# Both read the same trace and agree: the GPU waited for its host almost all the time. Believe the trace: the
+# Both agree: the GPU waited for its host almost all the time. Believe the trace: the
 # CUDA events that time each phase are recorded as the host queues the work, so in a host-bound step they
 # measure how fast the host issues kernels (5 ms of "forward" for a half-width ResNet at batch 32), not GPU
 # work. `diagnose` reads the trace and puts host-bound steps first; at world size 1 it finds no communication
@@ -236,8 +255,8 @@ for name in ("temporal", "idle", "overlap"):
 
 # %% [markdown]
 # ## Measure every fix at the run length you care about
-# On the H200 the fixed setup (15 persistent loader workers, no per-step log) against the broken one, 5
-# interleaved rounds of 2 epochs:
+# On the H200 the fixed setup (15 persistent loader workers, the core budget before its cap of 8; no per-step
+# log) against the broken one, 5 interleaved rounds of 2 epochs:
 
 # %%
 print(compare({name: gpu.rounds(name) for name in gpu.setups}, baseline="broken"))
@@ -273,14 +292,15 @@ print(own.gpu.topology(gpu))
 #   GPUs reach each other directly (NVLink or PCIe peer-to-peer); `via SHM`: through host memory, no peer
 #   access. NVIDIA/nccl issue 952 posts `P2P/IPC` inside a node, `NET/Socket` between nodes; issue 1190, two
 #   RTX 2080 Ti `via direct shared memory` (older NCCL's words for SHM).
-# - HTA's `get_comm_comp_overlap`: per rank, the share of communication time that computation overlaps; near
-#   100% means the all-reduce hides behind the backward.
-# - HTA's temporal breakdown per rank shows a straggler: NCCL's kernels on the other ranks run until the late
-#   rank joins, so it is the rank with the least communication time.
+# - HTA's `get_comm_comp_overlap`: per rank, the share of communication that computation overlaps (near 100%:
+#   hidden behind the backward).
+# - HTA's temporal breakdown shows a straggler: the others' NCCL kernels run until it joins, so it has the
+#   least communication time.
 
 # %% [markdown]
-# To record all three on a 2-GPU machine: `NCCL_DEBUG=INFO torchrun --standalone --nproc_per_node 2 -m
-# ddp_lessons own --preset broken --trace own-trace --record own-run-2gpu 2>&1 | tee own-2gpu.log`, then
+# To record all three on a 2-GPU machine: `OMP_NUM_THREADS=4 NCCL_DEBUG=INFO torchrun --standalone
+# --nproc_per_node 2 -m ddp_lessons own --preset broken --trace own-trace --record own-run-2gpu 2>&1 | tee
+# own-2gpu.log`, then
 # `grep " via " own-2gpu.log`, `TraceAnalysis(trace_dir="own-trace")` and `python -m ddp_lessons diagnose
 # own-run-2gpu`.
 #
@@ -322,8 +342,9 @@ for level, message in errors.items():
 # INFO already names the parameters DDP waited for: reach for it before DETAIL.
 #
 # ## Cores, and accumulation with `no_sync`
-# Every rank's threads and loader workers share the machine's cores; a rank's share is cores // ranks, and on a
-# GPU one thread queues kernels while the rest of the share loads data:
+# Every rank's threads and loader workers share the machine's cores; a rank's share is cores // ranks. On a GPU
+# one thread queues kernels and up to 8 loader workers take the rest: the pin-memory thread, NCCL's proxy and
+# the driver need cores too.
 
 # %%
 for cores, ranks, dev in [(2, 2, "cpu"), (16, 1, "cuda"), (64, 4, "cuda")]:
@@ -347,9 +368,9 @@ print("the accumulated gradients", "equal" if same else "differ from", "the larg
 
 # %% [markdown]
 # ## Summary
-# - Time 1 and 2 ranks in the same rounds, and the work between the steps: here the evaluation every rank did
-#   in full capped 2 ranks near 1.4x one rank's speed, and two ranks on two shared cores lost more.
-# - Fix the largest cost first, then measure again at the run length and on the ranks you will use.
+# - Time 1 and 2 ranks in the same rounds, threads pinned alike, with the work between steps: an evaluation
+#   every rank does in full caps the speed-up (Amdahl).
+# - Fix the largest cost alone, then measure and diagnose again, at the run length and ranks you will use.
 # - On a GPU, believe a profiler trace over event timings when the GPU waits for its host (busy 6% here).
 # - Each tool answers one question: the profiler and HTA how busy the GPU was; `diagnose` and the doctor what
 #   cost the time; `TORCH_DISTRIBUTED_DEBUG=INFO` which parameters DDP waited for; `NCCL_DEBUG=INFO` and

@@ -26,6 +26,33 @@ def test_clocks_pair_each_step_with_ddps_figure_and_count_the_agreements():
     assert c["difference"] == pytest.approx(0.0001)
 
 
+def test_clocks_say_how_far_apart_the_disagreeing_steps_are_and_the_hooks_own_time():
+    c = readout.clocks(_run([0, 0, 0.0012, 0.0013, 0.003, 0.002], [0, 0, 0.0002, 0.0012, 0.0029]))
+    assert c["apart"] == pytest.approx(0.001) and c["hook"] == 0.0 and c["head"] is None   # no buckets here
+    assert readout.clocks(_run([0, 0, 0.001], [0, 0, 0.001]))["apart"] == 0.0
+
+
+def _bucketed(hook=0.0002, head=0.00003, tail=0.00008):
+    """One step as mode "full" gives it with DDP's own timings beside it: one bucket ready at 2 ms,
+    handed over `hook` later, done at 3 ms; DDP's compute end `head` after the hand-over, its comm end
+    `tail` after the bucket was done (its comm clock starts at the bucket's ready)."""
+    start, sent, end = 0.002, 0.002 + hook, 0.003
+    step = {"step": 2, "step_time": 0.004, "t_start": 0.0, "exposed": end - sent, "hook_time": hook,
+            "buckets": [{"index": 0, "start": start, "sent": sent, "end": end, "bytes": 4, "grad_bytes": 4}]}
+    ddp = {"backward_comm_time": end + tail - start, "backward_compute_comm_overlap_time": sent + head - start}
+    ddp["exposed"] = ddp["backward_comm_time"] - ddp["backward_compute_comm_overlap_time"]
+    rank = {"rank": 0, "world_size": 2, "comm_source": "hook", "steps": [dict(step, step=i) for i in range(3)],
+            "ddp_logging": [ddp] * 3}
+    return Run([rank, dict(rank, rank=1)])
+
+
+def test_clocks_split_timer_minus_ddp_into_where_ddp_starts_and_ends_later():
+    c = readout.clocks(_bucketed())
+    assert c["head"] == pytest.approx(0.00003) and c["tail"] == pytest.approx(0.00008)
+    assert c["difference"] == pytest.approx(c["head"] - c["tail"])        # exactly, step by step
+    assert c["hook"] == pytest.approx(0.0002) and c["agree"] == 1          # the hook is not in either figure
+
+
 def test_clocks_tolerance_is_relative_plus_the_clock_resolution():
     c = readout.clocks(_run([0, 0, 0.00110], [0, 0, 0.00084]))   # 0.26 ms apart: 25% of 0.84 + 50 us allows 0.26
     assert c["agree"] == 1
@@ -48,10 +75,32 @@ def test_best_of_recomputes_the_bandwidths_from_the_best_time():
 def test_the_timer_cost_record_reads_as_the_notebook_prints_it():
     costs = readout.cost_rounds(records.load("timer-cost-h200x1"))
     assert len(costs["light"]["per_round"]) == 21
-    assert costs["light"]["median"] == pytest.approx(0.053, abs=0.001)   # "about 5% median on a 3 ms step"
+    assert costs["light"]["median"] == pytest.approx(0.053, abs=0.001)   # "median +5%" of a 3 ms step
     assert costs["light_marks"]["median"] > costs["light"]["median"]      # a subset costing more: noise
     assert readout.costlier(costs, "light", than="profiler") == (21, 21)
     assert readout.per_call(records.load("timer-cost-h200x1"))["step_us"] == pytest.approx(3192, abs=1)
+
+
+def test_a_cost_is_unresolved_where_its_rounds_reach_both_sides_of_zero():
+    assert readout.cost_spread({"median": 0.053, "lo": -0.064, "hi": 0.412}) == "median +5%, unresolved (-6% to +41%)"
+    assert readout.cost_spread({"median": 0.0486, "lo": 0.0234, "hi": 0.0838}, digits=1) == \
+        "median +4.9%, resolved (+2.3% to +8.4%)"
+    assert "resolved (-9% to -1%)" in readout.cost_spread({"median": -0.05, "lo": -0.09, "hi": -0.01})
+
+
+def test_the_doctor_cost_record_reads_per_step_size_and_arm():
+    rows = {(r["config"], r["arm"]): r for r in readout.doctor_cost(records.load("doctor-cost-h100x1"))}
+    quick = rows[("256x8x256", "doctor-noprofile")]
+    assert quick["step_ms"] == pytest.approx(3.12, abs=0.01) and quick["rounds"] == 7
+    assert (quick["median"], quick["lo"], quick["hi"]) == pytest.approx((0.049, 0.023, 0.084), abs=0.001)
+    assert quick["self"] == pytest.approx(0.027, abs=0.001) and quick["lo"] < quick["self"] < quick["median"]
+    wide = rows[("2048x4x1536", "doctor")]
+    assert wide["step_ms"] == pytest.approx(8.82, abs=0.01) and wide["lo"] < 0 < wide["hi"]
+
+
+def test_small_sizes_give_the_best_times_up_to_64_kib():
+    best = [{"bytes": 4096, "time": 2e-4}, {"bytes": 65536, "time": 1.4e-4}, {"bytes": 1 << 20, "time": 1e-3}]
+    assert readout.small_sizes(best) == (1.4e-4, 2e-4)
 
 
 def test_full_mode_cost_reads_the_record_on_a_machine_without_nccl():

@@ -66,14 +66,35 @@ def test_fix_saves_time_is_unresolved_when_the_rounds_disagree():
 
 # doctor_ranks_evaluation_first: the doctor's first finding on the plain script
 
-def test_doctor_ranks_evaluation_first_holds_when_outside_work_leads():
-    assert CLAIMS.decide("doctor_ranks_evaluation_first", "outside_steps").holds
+def _diagnosis(*found):
+    """A `Diagnosis` as far as `readout.first_finding` reads it: findings (cause, what), most costly first."""
+    from types import SimpleNamespace
+
+    from ddp_lessons.tool.diagnosis.report import Finding
+    return SimpleNamespace(findings=[Finding(c, w, 1.0, 0.5, [1.0, 1.0], "", "", "") for c, w in found])
+
+
+def _decide_doctor(*found):
+    return CLAIMS.decide("doctor_ranks_evaluation_first", readout.first_finding(_diagnosis(*found)))
+
+
+def test_doctor_ranks_evaluation_first_holds_when_the_evaluation_leads():
+    # the doctor's name for forwards without gradients between steps
+    v_ = _decide_doctor(("outside_steps", "evaluation (forwards without gradients)"), ("data_loading", ""))
+    assert v_.holds and "first finding: outside_steps: evaluation" in str(v_)
+
+
+def test_doctor_ranks_evaluation_first_fails_when_other_work_outside_the_steps_leads():
+    # a script that saves a checkpoint every epoch: work outside the steps, but not the evaluation
+    assert _decide_doctor(("outside_steps", "checkpoint (torch.save)"),
+                          ("outside_steps", "evaluation (forwards without gradients)")).fails
+    assert _decide_doctor(("outside_steps", "loader workers starting and stopping (at each pass over a loader)")).fails
 
 
 def test_doctor_ranks_evaluation_first_fails_when_data_wait_ranks_above_it():
     # a machine where the script's loader stalls its steps longer than its evaluation lasts
-    assert CLAIMS.decide("doctor_ranks_evaluation_first", "data_loading").fails
-    assert CLAIMS.decide("doctor_ranks_evaluation_first", "none").fails
+    assert _decide_doctor(("data_loading", ""), ("outside_steps", "evaluation (forwards without gradients)")).fails
+    assert _decide_doctor().fails and readout.first_finding(None) == "none"
 
 
 def test_an_unknown_claim_names_the_table():
@@ -125,6 +146,11 @@ def test_eval_share_and_coverage():
     assert readout.eval_share(rank) == pytest.approx(1.0 / 2.2)
     assert readout.evaluation(rank) == pytest.approx(1.0)
     assert readout.coverage(rank) == pytest.approx(2.2 / 2.5)
+
+
+def test_paired_reads_one_setups_run_time_over_anothers_round_by_round():
+    r = readout.paired({"a": [2.0, 1.0, 4.0], "b": [1.0, 0.9, 2.0]}, "a", "b")
+    assert (r["median"], r["lo"], r["hi"], r["rounds"]) == (0.5, 0.5, 0.9, 3)
 
 
 def test_with_passes_adds_each_epochs_first_step_and_keeps_the_run():

@@ -22,6 +22,8 @@ def test_options_refuse_nonsense_and_the_fix_is_five_switches():
         Options(evaluation="rank0")
     assert set(Options.fixed().diff(Options.broken())) == {"evaluation", "set_epoch", "step_log", "num_workers",
                                                           "persistent_workers"}
+    # the first fix alone: what 07 measures before the others
+    assert Options.preset("eval_sharded").diff(Options.broken()) == {"evaluation": ("distributed", "every_rank")}
 
 
 def test_data_is_cifar_shaped_and_deterministic():
@@ -80,7 +82,7 @@ def test_the_doctor_ranks_the_scripts_evaluation_first_with_no_line_changed(tmp_
     up = doctor([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script],
                 steps=10, warmup=2, capture=True, runs_dir=tmp_path)
     assert up.returncode == 0 and len(up.run) == 2
-    assert up.diagnosis.causes[0] == "outside_steps"
+    assert readout.first_finding(up.diagnosis) == "outside_steps: evaluation"
     assert sum(ln.startswith("epoch") for ln in up.stdout.splitlines()) == 13   # 11 steps and 2 evaluations
 
 

@@ -5,7 +5,7 @@ plan (the options turned into one rank's model, optimizer, batches and hook)
 -> train (the worker that trains and times it; the recorded timer-overhead
 run made again on GPUs) ; workers (a first all-reduce, a failing rank,
 `train_mlp` for the tool's tests) ; readout (the sweep, the two clocks, a
-known delay and the timer's recorded cost, read back as numbers) ; claims
+known delay, the timer's and the doctor's recorded cost, read back as numbers) ; claims
 (00's claims, a table) ; sockets (which sockets a rank listens on) ;
 exercises ; cli (the foundation's commands).
 """

@@ -19,7 +19,8 @@ from . import train
 # ratios sit near a bound of the model by nature (1x for pure latency, 4x for pure bytes). Below 1x (a
 # larger message faster) is noise: that bound is widened by this factor, 1 / 1.75 = 0.57x, before a ratio
 # counts as impossible. Above 4x is not noise (the large ratio is over 4x in most launches): the bandwidth
-# falls with size here, as the largest buffers leave the caches; the notebook prints it as a reading.
+# falls with size here. Why is not measured (the buffers outgrowing the caches, gloo choosing another
+# algorithm by size, the loopback's TCP buffers are each candidates); the notebook prints it as a reading.
 NOISE = 0.75
 RESOLUTION = 50e-6   # two host clocks, a Python hook and a callback: tens of microseconds apart at best
 
@@ -30,6 +31,13 @@ def best_of(rows: list[dict]) -> list[dict]:
     Defined in notebook 00_first_launch."""
     return [dict(r, time=r["best"], algbw=r["bytes"] / r["best"],
                  busbw=r["busbw"] * r["time"] / r["best"]) for r in rows]
+
+
+def small_sizes(best: list[dict], upto: int = 64 * 1024) -> tuple[float, float]:
+    """The fastest and slowest of the sweep's best times (`best_of`) at sizes up to `upto` bytes, in seconds:
+    where the time hardly moves with the size, the all-reduce's latency. Defined in notebook 00_first_launch."""
+    times = [r["time"] for r in best if r["bytes"] <= upto]
+    return min(times), max(times)
 
 
 def ratios(ranks: list[dict]) -> dict:
@@ -57,15 +65,40 @@ def misfit(r: dict, noise: float = NOISE) -> tuple[float, float]:
 def clocks(run: Run, rel: float = 0.25, resolution: float = RESOLUTION) -> dict:
     """Rank 0's exposed all-reduce per step after the warm-up, by the timer and by DDP's own logging (its
     worker returned both), and in how many steps they agree: |difference| <= `rel` of DDP's + `resolution`.
-    Defined in notebook 00_first_launch."""
+    "apart": the median |difference| of the steps that disagree (0.0 where none does); "hook": the median
+    of the timer's own hook time a step (mode "full" keeps it out of `exposed`). Where the steps carry
+    their buckets and DDP's comm and overlap times, timer - DDP splits exactly into "head" (DDP's compute
+    end after the timer's last hand-over to the backend: the rest of the backward, overlap to DDP) minus
+    "tail" (DDP's comm end after the timer's last bucket done: the training thread waking from its wait),
+    medians; None otherwise. Defined in notebook 00_first_launch."""
     rank = run[0]
-    theirs = [d["exposed"] for d in rank["ddp_logging"][2:]]  # entry i: step i; the last step has none
-    ours = [s["exposed"] for s in rank.steps(skip=2)][:len(theirs)]
-    pairs = list(zip(ours, theirs, strict=True))
-    agree = sum(abs(a - b) <= rel * b + resolution for a, b in pairs)
-    return {"steps": len(pairs), "agree": agree, "timer": statistics.median(a for a, _ in pairs),
+    theirs = rank["ddp_logging"][2:]  # entry i: step i; the last step has none
+    ours = rank.steps(skip=2)[:len(theirs)]
+    pairs = [(s["exposed"], d["exposed"]) for s, d in zip(ours, theirs, strict=True)]
+    off = [abs(a - b) for a, b in pairs if abs(a - b) > rel * b + resolution]
+    parts = [_ends(s, d) for s, d in zip(ours, theirs, strict=True)]
+    parts = [p for p in parts if p is not None]
+    return {"steps": len(pairs), "agree": len(pairs) - len(off), "timer": statistics.median(a for a, _ in pairs),
             "ddp": statistics.median(b for _, b in pairs),
-            "difference": statistics.median(a - b for a, b in pairs)}
+            "difference": statistics.median(a - b for a, b in pairs),
+            "apart": statistics.median(off) if off else 0.0,
+            "hook": statistics.median(s.get("hook_time", 0.0) for s in ours),
+            "head": statistics.median(h for h, _ in parts) if parts else None,
+            "tail": statistics.median(t for _, t in parts) if parts else None}
+
+
+def _ends(step: dict, ddp: dict) -> tuple[float, float] | None:
+    """(head, tail) of one step: where DDP's compute end and comm end fall after the timer's last
+    hand-over and last bucket done. DDP starts its comm clock as it hands the first bucket to the hook,
+    where the timer marks that bucket's `start`: on one axis, DDP's compute end is start + overlap and its
+    comm end start + comm time (reducer.cpp). head - tail = timer's exposed - DDP's, exactly."""
+    b = step.get("buckets")
+    if not b or "backward_comm_time" not in ddp or "backward_compute_comm_overlap_time" not in ddp:
+        return None
+    first = min(x["start"] for x in b)
+    sent, done = max(x.get("sent", x["start"]) for x in b), max(x["end"] for x in b)
+    return (first + ddp["backward_compute_comm_overlap_time"] - sent,
+            first + ddp["backward_comm_time"] - done)
 
 
 def moved(base: Run, slow: Run, keys=("step_time", "exposed", "backward_compute", "forward")) -> dict:
@@ -92,6 +125,31 @@ def costlier(costs: dict, mode: str = "light", than: str = "profiler") -> tuple[
     Defined in notebook 00_first_launch."""
     pairs = list(zip(costs[mode]["per_round"], costs[than]["per_round"], strict=True))
     return sum(b > a for a, b in pairs), len(pairs)
+
+
+def cost_spread(c: dict, digits: int = 0) -> str:
+    """A cost over rounds (a mode of `cost_rounds`, a row of `doctor_cost`: "median", "lo", "hi") in
+    words: "median +5%, unresolved (-6% to +41%)", "resolved" where every round is on one side of zero.
+    Notebook 00's opening quotes it (tests/cases/intro/test_intro_answers.py). Defined in notebook 00_first_launch."""
+    word = "unresolved" if c["lo"] < 0 < c["hi"] else "resolved"
+    f = f"{{:+.{digits}%}}"
+    return f"median {f.format(c['median'])}, {word} ({f.format(c['lo'])} to {f.format(c['hi'])})"
+
+
+def doctor_cost(rec: dict) -> list[dict]:
+    """A doctor-cost record (benchmarks/doctor_cost.py --cuda) per workload and arm: the command's median
+    step alone (`step_ms`), the doctor's cost against it per round ("median", "lo", "hi", "rounds"), the
+    paired verdict, and the doctor's own report of its cost (median over rounds, `self`). Arm
+    "doctor-noprofile": without the profiled steps that measure the GPU's busy share.
+    Defined in notebook 00_first_launch."""
+    out = []
+    for config, c in rec["results"]["configs"].items():
+        for arm, a in c["arms"].items():
+            cmp_ = a["compare"]
+            out.append({"config": config, "arm": arm, "step_ms": cmp_["a_median"] * 1e3,
+                        "median": a["median_cost"], "lo": a["cost_range"][0], "hi": a["cost_range"][1],
+                        "rounds": cmp_["rounds"], "verdict": cmp_["verdict"], "self": a["self_reported"]})
+    return out
 
 
 def per_call(rec: dict) -> dict:

@@ -1,8 +1,8 @@
 """Notebook 07's claims, in notebook order: only those whose outcome could go either way on a reader's
 machine (`course.claims`). The notebook decides one with `CLAIMS.decide(key, *numbers)`, its numbers taken
-by `readout` (`cost_ratio`, `times`) and from the doctor's diagnosis. Every other check of 07 (the counts,
-the sample order, the gradients, the recorded GPU figures) is printed as a reading; tests/cases/own
-holds their tests. Defined in notebook 07_diagnose_your_own_run.
+by `readout` (`cost_ratio`, `times`, `first_finding` of the doctor's diagnosis). Every other check of 07
+(the counts, the sample order, the gradients, the recorded GPU figures) is printed as a reading;
+tests/cases/own holds their tests. Defined in notebook 07_diagnose_your_own_run.
 """
 
 from __future__ import annotations
@@ -40,10 +40,12 @@ CLAIMS = Claims(
           figure="fixed / broken per round {lo:.2f} .. {hi:.2f}, median {median:.2f} ({n} rounds)"),
     # The doctor on a plain script with the same habit. It ranks by seconds, so on a machine where the
     # script's start-up stalls its first steps, or its all-reduces wait on busy cores, another cause can
-    # come first.
+    # come first. Work outside the steps counts only where it is the evaluation (`readout.first_finding`:
+    # the doctor names it "evaluation (forwards without gradients)"): a checkpoint or a loader's start
+    # outside the steps is another cause.
     Claim("doctor_ranks_evaluation_first",
           "the doctor ranks the evaluation (work outside the steps) first",
-          "exact", expected="outside_steps", what="the doctor's first finding",
+          "exact", expected="outside_steps: evaluation", what="the doctor's first finding",
           holds="The doctor, with no line of the script changed, ranks the evaluation first, as the "
                 "measurement by hand did.",
           fails="The doctor ranks another cause above the evaluation on this machine: read its findings "

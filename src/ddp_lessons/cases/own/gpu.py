@@ -12,8 +12,10 @@ import contextlib
 import io
 import logging
 import re
+import statistics
 
 from ...tool import records
+from .readout import amdahl, eval_share
 
 RUN = "own-run-h200x1"
 # What an NCCL INFO line is about, by the words in it (first match wins).
@@ -29,6 +31,15 @@ def provenance(rec) -> str:
     Defined in notebook 07_diagnose_your_own_run."""
     raw = rec.raw
     return records.describe_machine(raw) + (f" ({raw['commit_note']})" if raw.get("commit_note") else "")
+
+
+def evaluation_cap(rec, setup: str = "broken", ranks: int = 2) -> tuple[float, float]:
+    """The evaluation's share of the recorded 1-GPU run (median over its rounds of `setup`) and the speed-up
+    `ranks` such GPUs could reach at most with every rank evaluating the whole test set (`readout.amdahl`, a
+    model). Notebook 07's opening quotes both (tests/cases/own/test_own_answers.py).
+    Defined in notebook 07_diagnose_your_own_run."""
+    share = statistics.median(eval_share(run[0]) for run in rec.rounds(setup))
+    return share, amdahl(share, ranks)
 
 
 def results(rec, key: str) -> dict:

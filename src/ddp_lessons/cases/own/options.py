@@ -3,7 +3,9 @@
 `Options()` (= preset "broken") is the run as a new user writes it: every rank
 evaluates the whole test set, no `set_epoch`, `loss.item()` and a print every
 step, the batches made in the main process. Preset "fixed" changes exactly
-those four; `diff` lists them. Every value is checked when set
+those four (five fields: the loader's workers and their persistence);
+"eval_sharded" only the first, the cost `diagnose` ranks first, so the next
+cost can be measured after it. `diff` lists them. Every value is checked when set
 (`Options(evaluation="rank0")` raises ValueError naming the allowed values).
 Defined in notebook 07_diagnose_your_own_run.
 """
@@ -44,6 +46,8 @@ class Options(base.Options):
         "broken": {},
         "fixed": dict(evaluation="distributed", set_epoch=True, step_log="none", num_workers="budget",
                       persistent_workers=True),
+        # the largest cost fixed alone: fix it, then measure again before the next
+        "eval_sharded": dict(evaluation="distributed"),
     }
 
     @classmethod

@@ -64,6 +64,32 @@ def costs(run: Run, duplicated: bool = True) -> list[dict]:
     return out
 
 
+def amdahl(share: float, ranks: int = 2) -> float:
+    """The most `ranks` ranks can speed a run up when a `share` of the 1-rank run is done whole on every
+    rank (the evaluation, unsharded) and the rest splits: 1 / (share + (1 - share) / ranks).
+    Defined in notebook 07_diagnose_your_own_run."""
+    return 1 / (share + (1 - share) / ranks)
+
+
+def paired(times: dict, a: str, b: str) -> dict:
+    """Setup `b`'s run time over setup `a`'s, round by round (`times`: setup -> run time per round, in the
+    same rounds): "median", "lo", "hi" of the ratios (under 1: `b` shorter). Defined in notebook
+    07_diagnose_your_own_run."""
+    ratios = [y / x for x, y in zip(times[a], times[b], strict=True)]
+    return {"median": statistics.median(ratios), "lo": min(ratios), "hi": max(ratios), "rounds": len(ratios)}
+
+
+def first_finding(found) -> str:
+    """A `Diagnosis`'s first finding as the claim "doctor_ranks_evaluation_first" reads it: its cause,
+    and for work outside the steps which work, its first words ("outside_steps: evaluation" for the
+    doctor's "evaluation (forwards without gradients)"); "none" without findings.
+    Defined in notebook 07_diagnose_your_own_run."""
+    if found is None or not found.findings:
+        return "none"
+    f = found.findings[0]
+    return f"{f.cause}: {f.what.split(' (')[0]}" if f.what else f.cause
+
+
 def cost_ratio(run: Run, cause: str = CAUSES[0]) -> float:
     """`cause` summed over the ranks against every other cause summed over them: what the run lost to it,
     not one rank's share (one rank's wait can swell in one round on a busy machine).
