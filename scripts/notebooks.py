@@ -106,6 +106,12 @@ def check() -> int:
     return bad
 
 
+def course_order() -> list[str]:
+    """Every notebook, in the course's order: each case's (`Case.notebooks`), the cases in `cases.NAMES`'s order."""
+    from ddp_lessons.cases import registry
+    return [nb for case in registry().values() for nb in case.notebooks]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -116,7 +122,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "check":
         return 1 if check() else 0
-    names = [Path(n).stem for n in args.names] or [s.stem for s in sorted(SRC_DIR.glob("*.py"))]
+    names = [Path(n).stem for n in args.names] or course_order()
     for name in names:
         print(f"{name}: {build(name, args.timeout):.1f} s", flush=True)
     return 0

@@ -29,11 +29,17 @@ TOOL_COMMANDS = {
 def commands(chosen: str | None = None) -> dict:
     """Every command: the cases' (their `Case.commands`) and the tool's. A tool command chosen by name
     reads no case: the tool runs from its own install, without the course's packages."""
+    return {name: target for name, (target, _) in _described(chosen).items()}
+
+
+def _described(chosen: str | None = None) -> dict:
+    """command -> (target, help): a case's commands say which case and notebooks they serve (`Case.describe`)."""
+    tool = {name: (target, "the tool") for name, target in TOOL_COMMANDS.items()}
     if chosen in TOOL_COMMANDS:
-        return dict(TOOL_COMMANDS)
+        return tool
     from .cases import registry
-    return {**{name: target for case in registry().values() for name, target in case.commands.items()},
-            **TOOL_COMMANDS}
+    return {**{name: (target, f"{case.name}: {case.describe()}") for case in registry().values()
+               for name, target in case.commands.items()}, **tool}
 
 
 def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, dict]:
@@ -41,8 +47,8 @@ def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, di
     parser = argparse.ArgumentParser(prog="python -m ddp_lessons", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     runners = {}
-    for name, target in commands(chosen).items():
-        p = sub.add_parser(name)
+    for name, (target, what) in _described(chosen).items():
+        p = sub.add_parser(name, help=what, description=what)
         if name != chosen:
             continue
         mod, fn = target.split(":")

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "ddp_lessons"
 from ddp_lessons.cases import NAMES as CASES   # noqa: E402 - the cases, as the package lists them: never each other
@@ -187,18 +188,22 @@ def test_the_graph_sees_every_kind_of_import(graph):
     assert {n.split(".")[2] for n in graph if _tier(n) is not None} == {m for tier in TOOL_TIERS for m in tier}
 
 
-SKELETON = ("options", "plan", "train", "readout", "claims", "exercises", "cli")
-
-
 def test_every_case_declares_itself_and_has_the_same_skeleton():
     from ddp_lessons.cases import registry
-    for name, case in registry().items():
+    from ddp_lessons.cases import problems
+    for name in registry():
+        missing = problems(name, notebooks=ROOT / "notebooks")
+        assert not missing, f"case {name} lacks {missing} (course/contract.py's recipe)"
         folder = SRC / PACKAGE / "cases" / name
-        missing = [m for m in SKELETON if not (folder / f"{m}.py").exists() and not (folder / m).is_dir()]
-        assert not missing, f"case {name} lacks {missing} (course/contract.py says what each holds)"
-        assert case.name == name and case.notebooks and case.exercises and case.claims
         stems = [p.stem for p in folder.rglob("*.py") if p.stem != "__init__"]
         assert len(stems) == len(set(stems)), f"case {name}: two modules share a name"
+
+
+def test_every_notebook_is_one_cases_in_course_order():
+    from ddp_lessons.cases import registry
+    declared = [nb for case in registry().values() for nb in case.notebooks]
+    sources = sorted(p.stem for p in (ROOT / "notebooks" / "src").glob("*.py"))
+    assert declared == sources, "each notebook belongs to one case, and the registry lists them in order"
 
 
 def test_no_import_cycle(graph):

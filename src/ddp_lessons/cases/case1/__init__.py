@@ -25,9 +25,7 @@ from ...tool.ddp import gradient_bytes
 from ...course.contract import Case
 
 CASE = Case("case1", "a plain-PyTorch DDP script slower on 2 GPUs than on one",
-            ("01_case1_broken", "02_case1_answer", "03_case1_beyond"), options=Options,
-            worker="ddp_lessons.cases.case1.train:train", claims="ddp_lessons.cases.case1.claims",
-            exercises="ddp_lessons.cases.case1.exercises",
+            ("01_case1_broken", "02_case1_answer", "03_case1_beyond"),
             commands={"case1": "ddp_lessons.cases.case1.cli:cli_command",
                       "make-vqa-data": "ddp_lessons.cases.case1.synthetic:cli_command"})
 

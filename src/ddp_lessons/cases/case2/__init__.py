@@ -32,9 +32,7 @@ from ...tool import allreduce, spread
 from ...course.contract import Case
 
 CASE = Case("case2", "a Lightning test on 3 GPUs where one GPU always wins",
-            ("04_case2_lightning", "05_case2_where_time_goes", "06_case2_breakeven"), options=Options,
-            worker="ddp_lessons.cases.case2.train:fit_worker", claims="ddp_lessons.cases.case2.claims",
-            exercises="ddp_lessons.cases.case2.exercises",
+            ("04_case2_lightning", "05_case2_where_time_goes", "06_case2_breakeven"),
             commands={"case2": "ddp_lessons.cases.case2.cli:cli_command"})
 
 

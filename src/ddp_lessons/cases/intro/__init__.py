@@ -18,8 +18,6 @@ from .options import Options, Sweep
 from ...course.contract import Case
 
 CASE = Case("intro", "a first launch, a first all-reduce, a first timed DDP model", ("00_first_launch",),
-            options=Options, worker="ddp_lessons.cases.intro.train:train",
-            claims="ddp_lessons.cases.intro.claims", exercises="ddp_lessons.cases.intro.exercises",
             commands={"info": "ddp_lessons.cases.intro.cli:info_command",
                       "hello": "ddp_lessons.cases.intro.cli:hello_command",
                       "allreduce": "ddp_lessons.cases.intro.cli:allreduce_command",

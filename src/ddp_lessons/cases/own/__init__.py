@@ -19,8 +19,7 @@ from .model import SmallResNet, parameter_count
 from .options import Options
 
 CASE = Case("own", "a learner's own run, diagnosed, fixed, and the standard tools on it",
-            ("07_diagnose_your_own_run",), options=Options, worker="ddp_lessons.cases.own.train:train",
-            claims="ddp_lessons.cases.own.claims", exercises="ddp_lessons.cases.own.exercises",
+            ("07_diagnose_your_own_run",),
             commands={"own": "ddp_lessons.cases.own.cli:cli_command"})
 
 
