@@ -1,5 +1,8 @@
 """A Lightning script with strategy="ddp" on 2 CPU ranks (rank 0 is this process; Lightning re-runs the
-script for rank 1): 4,096 samples, batch 64, 2 epochs, so 32 optimizer steps an epoch on each rank."""
+script for rank 1): 4,096 samples, batch 64, 2 epochs, so 32 optimizer steps an epoch on each rank.
+`--sync-dist`: the training loss logged with `sync_dist=True`, an all-reduce at every step."""
+
+import sys
 
 import torch
 import pytorch_lightning as pl
@@ -15,7 +18,7 @@ class M(pl.LightningModule):
     def training_step(self, batch, i):
         x, y = batch
         loss = nn.functional.mse_loss(self.net(x), y)
-        self.log("loss", loss)
+        self.log("loss", loss, sync_dist=SYNC)
         return loss
 
     def validation_step(self, batch, i):
@@ -25,6 +28,8 @@ class M(pl.LightningModule):
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=1e-3)
 
+
+SYNC = "--sync-dist" in sys.argv
 
 if __name__ == "__main__":
     data = TensorDataset(torch.randn(4096, 10), torch.randn(4096, 1))

@@ -31,7 +31,8 @@ def install(rec, timed) -> None:
 
 
 def _collective(orig, timed):
-    begin, end = timed(lambda: REC.collective(True)), timed(lambda t: REC.collective(False, t))
+    name = orig.__name__
+    begin, end = timed(lambda: REC.collective(True)), timed(lambda t: REC.collective(False, t, name))
 
     @functools.wraps(orig)
     def collective(*args, **kwargs):

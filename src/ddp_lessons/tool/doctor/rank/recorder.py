@@ -18,7 +18,7 @@ from typing import Any
 EVALUATION = "evaluation (forwards without gradients)"
 CHECKPOINT = "checkpoint (torch.save)"
 LOADER_START = "loader workers starting and stopping (at each pass over a loader)"
-COLLECTIVES = "collectives the script issued between steps"
+COLLECTIVES = "collectives between steps, the script's or a library's"
 RING = 16384     # CUDA events allocated at the start, read at the end: a run of 2,700 steps reads none before
 REUSE_S = 5e-5   # a step's start shares the last step's end mark where the host went on within 50 us
 
@@ -218,8 +218,8 @@ class Recorder:
             self.timer.outside_span(name, token, self.mark())
         return None
 
-    def collective(self, begin: bool, token=None):
-        """Around a collective the script calls itself (`torch.distributed.all_reduce`, a barrier, ...)."""
+    def collective(self, begin: bool, token=None, name: str = ""):
+        """Around a collective the script calls itself (`all_reduce`, a barrier...); named between steps."""
         if self.timer is None or self.timer.sending:   # DDP's own all-reduce, through the timing hook
             return None
         if begin:
@@ -231,8 +231,8 @@ class Recorder:
         end = self.mark()
         if self.opened:
             self.timer.collective(token, end)
-        elif self.eval_start is None and self.timer.closed_steps:   # in an evaluation: the evaluation's;
-            self.timer.outside_span(COLLECTIVES, token, end)          # before the first step: start-up
+        elif self.eval_start is None and self.timer.closed_steps:   # evaluation's; before the first step: start-up
+            self.timer.outside_span(f"{COLLECTIVES} ({name})" if name else COLLECTIVES, token, end)
         return None
 
     def _eval_loader(self, loader) -> None:
