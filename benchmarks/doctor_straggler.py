@@ -33,17 +33,18 @@ def one(slow_ms: float, steps: int, backend: str, where: str = "host") -> dict:
     if len(ran.ranks) < 2:
         return {"slow_ms": slow_ms, "error": f"{len(ran.ranks)} rank(s) timed, exit {ran.returncode}",
                 "stdout": (ran.stdout or "")[-2000:]}
-    d = diagnose(Run(ran.ranks))
+    run = Run(ran.ranks)   # the waits across the ranks are the run's steps' (the doctor's ranks took none)
+    d = diagnose(run)
     wait = d.finding(WAITING)
-    n = len(ran.ranks[0]["steps"])
+    n = len(run[0].steps())
     return {"slow_ms": slow_ms, "slow_on": where, "steps": n, "planted_s": slow_ms * 1e-3 * n,
             "busy": [r.get("doctor", {}).get("busy") for r in ran.ranks],
             "comm_source": ran.ranks[0].get("comm_source"), "mode": ran.ranks[0].get("mode"),
             "causes": d.causes, "waiting": None if wait is None else {"seconds": wait.seconds, "detail": wait.detail,
                                                                         "per_rank": wait.per_rank},
             "jitter_s": (d.finding(JITTER) or wait or d).seconds if d.finding(JITTER) else 0.0,
-            "waited_rank0_s": sum(s.get("wait") or 0.0 for s in ran.ranks[0]["steps"]),
-            "steps_with_wait": sum("wait" in s for s in ran.ranks[0]["steps"]), "n_steps": n,
+            "waited_rank0_s": sum(s.wait or 0.0 for s in run[0].steps()),
+            "steps_with_wait": sum(s.wait is not None for s in run[0].steps()), "n_steps": n,
             "diagnosis": str(d)}
 
 

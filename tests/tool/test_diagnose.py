@@ -406,7 +406,7 @@ def test_the_findings_seconds_never_sum_past_a_ranks_window(name):
     assert d.findings, str(d)
     for i, r in enumerate(run):
         charged = sum(f.per_rank[i] or 0.0 for f in d.findings)
-        assert charged <= measures(r)["window"] * (1 + 1e-9), (name, i, str(d))
+        assert charged <= measures(r).window * (1 + 1e-9), (name, i, str(d))
 
 
 def test_an_estimate_past_the_window_is_cut_to_what_the_measured_findings_left():
@@ -416,7 +416,7 @@ def test_an_estimate_past_the_window_is_cut_to_what_the_measured_findings_left()
     run = Run(simulate(buckets=SMALL, data=0.01))
     d = diagnose(run, link={"latency": 0.05})
     small, data = d.finding(SMALL_BUCKETS), d.finding(DATA)
-    window = measures(run[0])["window"]
+    window = measures(run[0]).window
     assert small.status == "suspected" and data.status == "measured"
     assert small.seconds + data.seconds == pytest.approx(window, rel=1e-6) and small.window_share < 1
 

@@ -406,7 +406,7 @@ def test_ddp_timings_read_on_a_sample_of_steps_leave_every_step_its_exposed_and_
         # ... but every step has its exposed part and its wait (the compute end's mark)
         assert all("exposed" in s and "wait" in s for s in r["steps"])
     m = measures(Run(ranks)[0])
-    assert m["exposed"] == pytest.approx(sum(s["exposed"] for s in ranks[0]["steps"]))
+    assert m.exposed == pytest.approx(sum(s["exposed"] for s in ranks[0]["steps"]))
 
 
 # -- what the timer sees through torch's hooks ---------------------------------

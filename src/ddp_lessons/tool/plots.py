@@ -15,7 +15,7 @@ except ImportError:  # the tool's light install: everything but its figures
     raise ImportError("ddp_lessons' figures need matplotlib: pip install 'ddp-lessons[plots]'") from None
 
 from .allreduce import predict_time
-from .runs import timer_of
+from .runs import Rank
 
 PARTS = [("data", "data wait", "#bbbbbb"), ("forward", "forward", "#4c72b0"),
          ("backward_compute", "backward compute", "#55a868"),
@@ -25,13 +25,17 @@ _KNOWN = {"forward", "backward", "optimizer"}
 _OTHER_COLORS = ["#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"]
 
 
-def _step_parts(s: dict, others: list) -> dict:
-    """One step's stacked parts (seconds): the fixed ones, other phases, the remainder."""
-    parts = {k: s.get(k, 0.0) or 0.0 for k, _, _ in PARTS if k != "exposed_comm"}
-    parts["exposed_comm"] = max(0.0, s.get("exposed", 0.0) - parts["wait"])
-    parts.update({k: s.get(k, 0.0) for k in others})
-    parts["remainder"] = max(0.0, s["step_time"] - sum(parts.values()))
-    return parts
+def _step_parts(s, others: list) -> dict:
+    """One step's (a `Step`) stacked parts (seconds): the fixed ones, other phases, the remainder."""
+    parts = {k: getattr(s, k) or 0.0 for k, _, _ in PARTS if k != "exposed_comm"}
+    parts.update(exposed_comm=max(0.0, (s.exposed or 0.0) - (s.wait or 0.0)))
+    parts.update({k: s.seconds(k) or 0.0 for k in others})
+    return {**parts, "remainder": max(0.0, s.step_time - sum(parts.values()))}
+
+
+def _ranks(ranks) -> list:
+    """Each rank as a `Rank`: `ranks` is a `Run`, or a list of what the workers returned (or of Ranks)."""
+    return [r if isinstance(r, Rank) else Rank(r) for r in ranks]
 
 
 def _legend_outside(ax, **kw):
@@ -43,37 +47,37 @@ def step_breakdown(ranks: list, title: str = "", skip: int = 0, unit: float = 1e
     """Stacked per-step time of every rank (ms): data wait, forward, backward compute, waiting for
     a slower rank, exposed all-reduce, optimizer, any other phase, and the step's remainder no phase
     covers; the grey line is the step time, the black one the all-reduce's whole busy time (the part
-    above the exposed bar was hidden behind the backward pass). `ranks`: what the workers returned,
-    or their timer results; `labels`: a title per panel (default "rank r (device)"). The y axis stops at
+    above the exposed bar was hidden behind the backward pass). `ranks`: a `Run`, or what the workers
+    returned (or their timer results); `labels`: a title per panel (default "rank r (device)"). The y axis stops at
     `clip` times the median step, so one slow step (a loader starting, an evaluation) does not flatten
     the rest: a clipped step is marked with its time. Defined in notebook 00_first_launch."""
-    rank_times = [timer_of(r) or r for r in ranks]
-    n = len(rank_times)
+    rank_list = _ranks(ranks)
+    n = len(rank_list)
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n + 1.6, 3.2), sharey=True, squeeze=False)
-    tops = sorted(s["step_time"] * unit for t in rank_times for s in t["steps"][skip:]) or [1.0]
+    tops = sorted(s.step_time * unit for r in rank_list for s in r.steps(skip)) or [1.0]
     ymax = clip * tops[len(tops) // 2] if tops[-1] > clip * tops[len(tops) // 2] else None
-    for i, (ax, times) in enumerate(zip(axes[0], rank_times, strict=True)):
-        steps = times["steps"][skip:]
-        others = list(dict.fromkeys(k for s in steps for k in s.get("phases", {}) if k not in _KNOWN))
+    for i, (ax, rank) in enumerate(zip(axes[0], rank_list, strict=True)):
+        steps = rank.steps(skip)
+        others = list(dict.fromkeys(k for s in steps for k in s.phases if k not in _KNOWN))
         rows = [_step_parts(s, others) for s in steps]
-        xs = [s["step"] for s in steps]
+        xs = [s.step for s in steps]
         bottom = [0.0] * len(steps)
         styles = PARTS + [(k, k, _OTHER_COLORS[i % len(_OTHER_COLORS)]) for i, k in enumerate(others)]
         for key, label, color in styles + [("remainder", "no phase (remainder)", "#eeeeee")]:
             vals = [r[key] * unit for r in rows]
             ax.bar(xs, vals, bottom=bottom, color=color, label=label, width=0.85, edgecolor="none")
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-        ax.plot(xs, [s["step_time"] * unit for s in steps], "_", color="#555555", ms=8, label="step time")
-        timed = [(x, s["allreduce"] * unit) for x, s in zip(xs, steps, strict=True) if s.get("allreduce") is not None]
+        ax.plot(xs, [s.step_time * unit for s in steps], "_", color="#555555", ms=8, label="step time")
+        timed = [(x, s.allreduce * unit) for x, s in zip(xs, steps, strict=True) if s.allreduce is not None]
         if timed:  # only steps whose all-reduce was measured (DDP's timings may be sampled)
             ax.plot([x for x, _ in timed], [y for _, y in timed], "k.-" if len(timed) == len(steps) else "k.", lw=1,
                     label="all-reduce busy")
         if ymax is not None:
             for x, s in zip(xs, steps, strict=True):
-                if s["step_time"] * unit > ymax:
-                    ax.annotate(f"{s['step_time'] * unit:.0f}", (x, ymax), fontsize=6, ha="center", va="top",
+                if s.step_time * unit > ymax:
+                    ax.annotate(f"{s.step_time * unit:.0f}", (x, ymax), fontsize=6, ha="center", va="top",
                                 xytext=(0, -2), textcoords="offset points")
-        default = f"rank {times['rank']}" + (f" ({times['device']})" if times.get("device") else "")
+        default = f"rank {rank.rank} ({rank.device})"
         ax.set_title(labels[i] if labels else default, fontsize=9)
         ax.set_xlabel("step")
     if ymax is not None:
@@ -93,25 +97,25 @@ def timeline(ranks: list, step: int = -1, title: str = "", unit: float = 1e3):
     """One step on a time axis (ms), one row per rank (`ranks` as for `step_breakdown`): phases
     (backward compute among them) on the upper lane, every bucket's all-reduce below, so overlap is
     visible. Defined in notebook 00_first_launch."""
-    rank_times = [timer_of(r) or r for r in ranks]
-    n = len(rank_times)
+    rank_list = _ranks(ranks)
+    n = len(rank_list)
     fig, ax = plt.subplots(figsize=(9, 1.5 + 0.9 * n))
     colors = {"forward": "#4c72b0", "backward": "#55a868", "optimizer": "#8172b2"}
-    for row, times in enumerate(rank_times):
-        s = times["steps"][step]
+    for row, rank in enumerate(rank_list):
+        s = rank.steps()[step]
         y = (n - 1 - row) * 2
-        for name, (a, b) in s["phases"].items():
+        for name, (a, b) in s.phases.items():
             ax.barh(y + 0.5, (b - a) * unit, left=a * unit, height=0.8,
                     color=colors.get(name, "#999999"), label=name if row == 0 else None)
-        for k, bk in enumerate(s["buckets"]):   # one colour; black edges tell the buckets apart
-            ax.barh(y - 0.5, (bk["end"] - bk["start"]) * unit, left=bk["start"] * unit, height=0.8,
+        for k, bk in enumerate(s.buckets):   # one colour; black edges tell the buckets apart
+            ax.barh(y - 0.5, (bk.end - bk.start) * unit, left=bk.start * unit, height=0.8,
                     color="#dd8452", edgecolor="k", lw=0.4,
                     label="all-reduce, one bar per bucket" if row == 0 and k == 0 else None)
     ax.set_yticks([(n - 1 - r) * 2 + d for r in range(n) for d in (0.5, -0.5)])
     ax.set_yticklabels([f"rank {r} {lane}" for r in range(n) for lane in ("compute", "all-reduce")], fontsize=8)
     ax.set_xlabel("time since step start (ms)")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35 - 0.1 / n), ncol=4)
-    ax.set_title(title or f"one step (step {rank_times[0]['steps'][step]['step']})")
+    ax.set_title(title or f"one step (step {rank_list[0].steps()[step].step})")
     fig.tight_layout()
     plt.close(fig)
     return fig
@@ -147,20 +151,20 @@ def comparison(comparison, title: str = "runs compared"):
     names = list(comparison.rows)
     rows = [comparison.rows[n] for n in names]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11.5, 3.4))
-    tp = [r[comparison.metric] for r in rows]
+    tp = [getattr(r, comparison.metric) for r in rows]
     med = [t["median"] if t else 0.0 for t in tp]
     err = [[m - (t["min"] if t else 0.0) for m, t in zip(med, tp, strict=True)],
            [(t["max"] if t else 0.0) - m for m, t in zip(med, tp, strict=True)]]
     a1.bar(names, med, yerr=err, capsize=4, color="#4c72b0")
     a1.set_ylabel("samples/s (median, min-max of repeats)")
     # stacked: the parts of a step; "wait" is inside "exposed", the all-reduce partly hidden
-    keys = list(dict.fromkeys(k for r in rows for k in r["phases"] if k not in ("allreduce", "wait")))
+    keys = list(dict.fromkeys(k for r in rows for k in r.phases if k not in ("allreduce", "wait")))
     bottom = [0.0] * len(rows)
     for i, k in enumerate(keys):
-        vals = [(r["phases"].get(k) or {"median": 0.0})["median"] * 1e3 for r in rows]
+        vals = [(r.phases.get(k) or {"median": 0.0})["median"] * 1e3 for r in rows]
         a2.bar(names, vals, bottom=bottom, label=k, color=(PARTS_COLORS.get(k) or _OTHER_COLORS[i % 5]))
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-    a2.plot(names, [r["step"]["median"] * 1e3 for r in rows], "k_", ms=20, label="step time")
+    a2.plot(names, [r.step["median"] * 1e3 for r in rows], "k_", ms=20, label="step time")
     a2.set_ylabel("median step (ms)")
     _legend_outside(a2)
     fig.suptitle(title)

@@ -95,14 +95,14 @@ def split_one(grad_bytes: int | None) -> float | None:
     return round(grad_bytes / 4 / MIB, 1) if grad_bytes and grad_bytes > 8 * MIB else None
 
 
-def exposed(buckets: dict | None, cap: int | None, grad_bytes: int | None, shared: bool,
+def exposed(buckets, cap: int | None, grad_bytes: int | None, shared: bool,
             accumulating: bool = False) -> str:
     """The exposed transfer: where the whole gradient is one bucket on a machine with a core to overlap
     on, a cap that gives a few buckets of over 2 MiB; otherwise fewer bytes or less often (where the run
     does not accumulate already)."""
     fewer = ("send fewer bytes (a bf16/fp16 compression hook where the backend reduces them; no unused "
              "parameters)" + (" or all-reduce less often (accumulation with no_sync)" if not accumulating else ""))
-    if buckets and buckets["count"] == 1 and cap:
+    if buckets and buckets.count == 1 and cap:
         split = split_one(grad_bytes)
         if shared or split is None:   # no core to overlap on, or buckets too small to pay their way
             return (f"the whole gradient goes in one bucket, and splitting it would not overlap here ("

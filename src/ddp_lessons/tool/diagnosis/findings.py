@@ -41,19 +41,19 @@ def make(cause, what, per, ms, detail, change, status="measured", needs_code=Fal
     vals = [x or 0.0 for x in per]
     i = max(range(len(ms)), key=vals.__getitem__)
     m, secs = ms[i], vals[i]
-    window_share = secs / m["window"] if m["window"] > 0 else 0.0
+    window_share = secs / m.window if m.window > 0 else 0.0
     if floor and window_share < MIN_SHARE:
         return None
-    return Finding(cause, what, secs, secs / m["wall"] if m["wall"] > 0 else 0.0, list(vals), detail, change,
-                   CAUSES[cause][1], status, window_share, m["rank"], needs_code, knob,
+    return Finding(cause, what, secs, secs / m.wall if m.wall > 0 else 0.0, list(vals), detail, change,
+                   CAUSES[cause][1], status, window_share, m.rank, needs_code, knob,
                    None if saves is None else saves * window_share)
 
 
 def outside(ms, att, world, run=None, setting=None) -> list:
     out = []
-    for name in dict.fromkeys(n for m in ms for n in m["outside"]):
-        own = [m["outside"].get(name, 0.0) for m in ms]
-        waited = [a["charged"].get(("outside", name), 0.0) for a in att["ranks"]] if world > 1 else [0.0] * len(ms)
+    for name in dict.fromkeys(n for m in ms for n in m.outside):
+        own = [m.outside.get(name, 0.0) for m in ms]
+        waited = [a.charged_to("outside", name) for a in att.ranks] if world > 1 else [0.0] * len(ms)
         detail = f"{name!r} s per rank: {_fmt(own)}"
         if any(waited):
             detail += f"; the others' waits for it, s per rank: {_fmt(waited)} (counted here, not as waiting)"
@@ -61,7 +61,7 @@ def outside(ms, att, world, run=None, setting=None) -> list:
         if name.startswith(LOADER_START):
             loader = (run[0].loader if run is not None else None) or {}
             knob, why = loader_knob(loader, setting)
-            change, code = advice.loader_start(loader, run[0].timer.get("start_method") if run else None, why), False
+            change, code = advice.loader_start(loader, run[0].start_method if run else None, why), False
         else:
             change, code = advice.outside(world, own, waited)
             sharded = _eval_sharded(run) if run is not None and name.startswith(EVALUATION) else None
@@ -75,10 +75,10 @@ def outside(ms, att, world, run=None, setting=None) -> list:
 def _eval_sharded(run) -> bool | None:
     """Whether the evaluations' loaders gave each rank its shard (every one a DistributedSampler's), from the
     doctor's record of them; None where unknown."""
-    loaders = [x for r in run for x in (r.timer.get("doctor") or {}).get("eval_loaders") or []]
+    loaders = [x for r in run for x in r.doctor.get("eval_loaders") or []]
     if not loaders or any("sharded" not in x for x in loaders):
         return None
-    return all(x["sharded"] for x in loaders)
+    return all(x.get("sharded") for x in loaders)
 
 
 def loader_knob(loader: dict, setting) -> tuple[dict | None, str]:
@@ -97,15 +97,15 @@ def loader_knob(loader: dict, setting) -> tuple[dict | None, str]:
 def waiting(ms, att, setting) -> list:
     """Imbalance (one rank late by a margin) and jitter; jitter on shared cores is a note, not a finding."""
     out = []
-    if att["slower"] is not None:
-        per = [a["imbalance"] for a in att["ranks"]]
-        gap = ", ".join(f"{k} {v * 1e3:+.3g} ms" for k, v in att["gap"].items() if abs(v) > 0)
-        detail = (f"rank {att['slower']} was the late one at {att['late_share']:.0%} of {len(att['late'])} "
+    if att.slower is not None:
+        per = [a.imbalance for a in att.ranks]
+        gap = ", ".join(f"{k} {v * 1e3:+.3g} ms" for k, v in att.gap.items() if abs(v) > 0)
+        detail = (f"rank {att.slower} was the late one at {att.late_share:.0%} of {len(att.late)} "
                   "all-reduces; "
                   f"its median per step against the others': {gap}; waited s per rank: {_fmt(per)}")
-        out.append(make(WAITING, "", per, ms, detail, advice.imbalance(att["slower"], att["gap"])))
+        out.append(make(WAITING, "", per, ms, detail, advice.imbalance(att.slower, att.gap)))
     if not setting.shared:
-        per = [a["jitter"] for a in att["ranks"]]
+        per = [a.jitter for a in att.ranks]
         detail = f"the late rank changed from step to step; waited s per rank: {_fmt(per)}"
         out.append(make(JITTER, "", per, ms, detail, advice.jitter(False)))
     return out
@@ -128,13 +128,13 @@ def threads(ms, att, setting) -> object:
     over = [h for h in setting.hosts if h.ranks > 1 and h.threads > h.cores]
     if knob is None or not over:
         return None
-    h = over[0]
-    per = [a["jitter"] for a in att["ranks"]]
+    h, n = over[0], knob["threads"]
+    per = [a.jitter for a in att.ranks]
     detail = (f"{h.ranks} ranks x {h.threads // h.ranks} torch threads on {h.cores} cores of {h.name} (over the "
               f"cores: they take turns); the ranks' waits for each other as the late rank changed from step to "
               f"step, s per rank: {_fmt(per)}; the compute lost to it is not measured here: "
-              f"threads={knob['threads']} measures it (`doctor --confirm`)")
-    return make(THREADS, "", per, ms, detail, advice.threads(h, knob["threads"]), status=SUSPECTED, floor=False,
+              f"threads={n} measures it (`doctor --confirm`)")
+    return make(THREADS, "", per, ms, detail, advice.threads(h, n), status=SUSPECTED, floor=False,
                 knob=knob)
 
 
@@ -150,8 +150,8 @@ def data_knob(m, setting, loader) -> tuple[dict | None, str]:
     if not workers:
         if spare is not None and spare < 1:
             return None, "no spare core for a loader worker: not tried"
-        steps = max(1, m["steps"])
-        need = math.ceil((m["data"] / steps) / max(m["compute_step"], 1e-6)) + 1
+        steps = max(1, m.steps)
+        need = math.ceil((m.data / steps) / max(m.compute_step, 1e-6)) + 1
         n = max(1, min(need, MOST_WORKERS, spare if spare is not None else MOST_WORKERS))
         return ({"loader": {"num_workers": n, "persistent_workers": True}},
                 f"{n} worker(s) a rank: the wait per step over the compute per step, within "
@@ -162,10 +162,10 @@ def data_knob(m, setting, loader) -> tuple[dict | None, str]:
 
 
 def data(ms, att, setting, run) -> object:
-    own = [m["data"] for m in ms]
-    waited = [a["charged"].get(("data",), 0.0) for a in att["ranks"]]
+    own = [m.data for m in ms]
+    waited = [a.charged_to("data") for a in att.ranks]
     detail = "waiting for batches inside the steps, s per rank: " + _fmt(own)
-    if run[0].on_gpu and any(m["data"] != m["data_host"] for m in ms):
+    if run[0].on_gpu and any(m.data != m.data_host for m in ms):
         detail += " (what the GPU waited: each step's start to its first phase)"
     if any(waited):
         detail += f"; the others' waits for it: {_fmt(waited)}"
@@ -182,10 +182,10 @@ def data(ms, att, setting, run) -> object:
 
 
 def untimed(ms, att) -> object:
-    if any(m["untimed"] is None for m in ms):
+    if any(m.untimed is None for m in ms):
         return None
-    own = [m["untimed"] for m in ms]
-    waited = [a["charged"].get(("untimed",), 0.0) for a in att["ranks"]]
+    own = [m.untimed for m in ms]
+    waited = [a.charged_to("untimed") for a in att.ranks]
     detail = f"time in and between steps no phase covers, s per rank: {_fmt(own)}"
     if any(waited):
         detail += f"; the others' waits for it: {_fmt(waited)}"
@@ -193,10 +193,10 @@ def untimed(ms, att) -> object:
 
 
 def startup(ms) -> Finding | None:
-    if any(m["startup"] is None for m in ms):
+    if any(m.startup is None for m in ms):
         return None
-    per = [m["startup"] for m in ms]
+    per = [m.startup for m in ms]
     i = max(range(len(ms)), key=per.__getitem__)
-    return Finding(STARTUP, "", per[i], per[i] / ms[i]["wall"] if ms[i]["wall"] else 0.0, per,
+    return Finding(STARTUP, "", per[i], per[i] / ms[i].wall if ms[i].wall else 0.0, per,
                    f"the run's start (the process's, or the timer's run_start) to the first step, s per rank: "
-                   f"{_fmt(per)}", advice.FIXED["startup"], CAUSES[STARTUP][1], rank=ms[i]["rank"])
+                   f"{_fmt(per)}", advice.FIXED["startup"], CAUSES[STARTUP][1], rank=ms[i].rank)

@@ -32,7 +32,7 @@ def same_run_busy(run) -> tuple[float, int] | None:
     rank's share)."""
     shares = []
     for r in run:
-        b = (r.timer.get("doctor") or {}).get("busy") or {}
+        b = r.doctor.get("busy") or {}
         if b.get("busy_s") is not None and (b.get("span_s") or 0) > 0:
             shares.append((min(1.0, b["busy_s"] / b["span_s"]), int(b.get("steps") or 0)))
     return min(shares) if shares else None
@@ -56,7 +56,7 @@ def host_bound(ms, run, host_syncs: str | None) -> tuple[object, str | None]:
     if frac is not None:
         if frac >= BUSY_HOST_BOUND:
             return None, None
-        per = [(1 - frac) * m["compute"] for m in ms]
+        per = [(1 - frac) * m.compute for m in ms]
         detail = (f"the GPU was busy {frac:.0%} of {where}: the phase times here are CUDA-event spans paced by the "
                   f"host, not GPU work; its idle share of the compute, s per rank: {_fmt(per)}")
         if host_syncs:
@@ -77,5 +77,5 @@ def host_bound(ms, run, host_syncs: str | None) -> tuple[object, str | None]:
 
 def _empty_queue(run) -> float | None:
     """The share of steps (after the first two) whose first mark the device reached within EMPTY_QUEUE_S."""
-    lags = [s["lag"] for r in run for s in r.steps()[2:] if s.get("lag") is not None]
+    lags = [s.lag for r in run for s in r.steps(2) if s.lag is not None]
     return sum(x <= EMPTY_QUEUE_S for x in lags) / len(lags) if lags else None

@@ -68,6 +68,6 @@ def setting_of(run, link=None) -> Setting:
     rows = [Host(name, len(rs), sum(busy(r) for r in rs), int(rs[0].cores),
                  sum(int(r.model.get("gloo_threads") or 0) for r in rs)) for name, rs in hosts.items()]
     first = run[0]
-    clock = (first.timer.get("clock") or {}).get("kind") or ("cuda events" if first.on_gpu else "host")
+    clock = first.clock.get("kind") or ("cuda events" if first.on_gpu else "host")
     per_call = link.get("latency") if isinstance(link, dict) else None
     return Setting(run.world_size, first.on_gpu, first.backend, clock, rows, per_call)

@@ -11,7 +11,7 @@ the baseline, and `_verdict` decides each run's throughput against the baseline'
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import spread, verdict
 from ..runs import Run
@@ -26,7 +26,19 @@ def as_repeats(run) -> list[Run]:
     return [run if isinstance(run, Run) else Run(run)]
 
 
-def _repeat(run: Run, skip) -> dict:
+@dataclass(frozen=True)
+class Repeat:
+    """One repeat's numbers: time per optimizer step (the slowest rank's median), the median over ranks of
+    each phase's median, throughput (per step, and over the window from the first step on)."""
+    world_size: int
+    batch_size: int | None
+    step: float
+    phases: dict
+    samples_per_s: float | None
+    samples_per_s_wall: float | None
+
+
+def _repeat(run: Run, skip) -> Repeat:
     meds = [r.median_step(skip) for r in run]
     # the slowest rank's median time per optimizer step (its micro-steps together; warm-up left out):
     # the slowest rank paces every all-reduce
@@ -37,28 +49,64 @@ def _repeat(run: Run, skip) -> dict:
     world, batch = run.world_size, run[0].batch_size  # per rank and micro-step, as given to StepTimer
     steps = [len(r.steps()) for r in run]
     per_iter = max(1.0, statistics.median(steps) / max(1, statistics.median(len(r.iterations(0)) for r in run)))
-    out = {"world_size": world, "batch_size": batch, "step": step, "phases": phases,
-           "samples_per_s": world * batch * per_iter / step if batch and step else None, "samples_per_s_wall": None}
+    wall = None
     accs = [r.account for r in run]
     # from the first step to result() (the slowest rank's; work outside the steps, such as evaluation, included)
     if batch and all(accs):
         span = max(a["wall"] - a["before_first_step"] for a in accs)
-        out["samples_per_s_wall"] = world * batch * statistics.median(steps) / span if span > 0 else None
-    return out
+        wall = world * batch * statistics.median(steps) / span if span > 0 else None
+    return Repeat(world, batch, step, phases, world * batch * per_iter / step if batch and step else None, wall)
 
 
 def _custom(run):
-    named = {k for r in run for s in r.steps()[:1] for k in s.get("phases", {})}
+    named = {k for r in run for s in r.steps()[:1] for k in s.phases}
     return named - {"forward", "backward", "optimizer"}
 
 
 @dataclass(frozen=True)
+class Row:
+    """One run of a comparison: its `repeats`, `world_size`, `batch_size`; a `spread.summary` of its
+    repeats for `step` (time per optimizer step), `samples_per_s`, `samples_per_s_wall` and each phase
+    (`phases`); `values`: each repeat's throughput in the comparison's metric; `speedup` (median throughput
+    over the baseline's) and `efficiency` (speedup x baseline ranks / ranks), None without a throughput.
+    `row["key"]` reads a field by its name."""
+    repeats: int
+    world_size: int
+    batch_size: int | None
+    step: dict | None
+    samples_per_s: dict | None
+    samples_per_s_wall: dict | None
+    phases: dict
+    values: list
+    speedup: float | None = None
+    efficiency: float | None = None
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+    @classmethod
+    def of(cls, rs: list[Repeat], metric: str) -> Row:
+        phases = {k: _summ(r.phases.get(k) for r in rs) for k in dict.fromkeys(k for r in rs for k in r.phases)}
+        return cls(len(rs), rs[0].world_size, rs[0].batch_size, _summ(r.step for r in rs),
+                   _summ(r.samples_per_s for r in rs), _summ(r.samples_per_s_wall for r in rs), phases,
+                   [getattr(r, metric) for r in rs])
+
+
+def _range(summary: dict, fmt) -> str:
+    """A `spread.summary` as "median (min..max)" in `fmt`."""
+    return f"{fmt(summary['median'])} ({fmt(summary['min'])}..{fmt(summary['max'])})"
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """`rows[name]`: repeats, world size, batch size, and for `step` (time per optimizer step),
-    `samples_per_s`, `samples_per_s_wall` and each phase a `spread.summary` of the repeats;
+    """`rows[name]`: a `Row` per run (repeats, world size, batch size, and for `step` (time per optimizer
+    step), `samples_per_s`, `samples_per_s_wall` and each phase a `spread.summary` of the repeats;
     `speedup` (median throughput over the baseline's) and `efficiency` (the speed-up per rank added:
     speedup x baseline ranks / ranks; with the same setup on 1 rank as the baseline, the scaling
-    efficiency). `verdicts[name]`: the run's throughput against the baseline's (a `Verdict`)."""
+    efficiency)). `verdicts[name]`: the run's throughput against the baseline's (a `Verdict`)."""
     rows: dict
     baseline: str
     verdicts: dict
@@ -68,15 +116,14 @@ class Comparison:
         head = ["run", "ranks", "repeats", "per optimizer step: median (min..max)", "samples/s: median (min..max)",
                 "speed-up", "efficiency", f"throughput vs {self.baseline}"]
         rows = [head]
+        base = self.rows[self.baseline]
         for name, r in self.rows.items():
-            st, tp = r["step"], r[self.metric]
-            rows.append([name, str(r["world_size"]), str(r["repeats"]),
-                         f"{_time(st['median'])} ({_time(st['min'])}..{_time(st['max'])})",
-                         f"{_num(tp['median'])} ({_num(tp['min'])}..{_num(tp['max'])})" if tp
-                         else "n/a (no batch_size)",
-                         _num(r["speedup"], ".2f") if r.get("speedup") is not None else "-",
-                         f"{r['efficiency']:.0%}" if r.get("efficiency") is not None else "-",
-                         _outcome(self.verdicts.get(name), min(r["repeats"], self.rows[self.baseline]["repeats"]))])
+            tp = getattr(r, self.metric)
+            rows.append([name, str(r.world_size), str(r.repeats), _range(r.step, _time),
+                         _range(tp, _num) if tp else "n/a (no batch_size)",
+                         _num(r.speedup, ".2f") if r.speedup is not None else "-",
+                         f"{r.efficiency:.0%}" if r.efficiency is not None else "-",
+                         _outcome(self.verdicts.get(name), min(r.repeats, base.repeats))])
         # every column as wide as its widest cell, two spaces apart: readable at any magnitude
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
@@ -130,29 +177,23 @@ def compare(runs, baseline: str | None = None, skip: int = 2, metric: str = "sam
     if baseline not in runs:
         raise ValueError(f"baseline={baseline!r} is not one of the runs: {list(runs)}")
     reps = {n: [_repeat(ranks, skip) for ranks in as_repeats(r)] for n, r in runs.items()}
-    if any(rep[metric] is None for rs in reps.values() for rep in rs):
+    if any(getattr(rep, metric) is None for rs in reps.values() for rep in rs):
         metric = "samples_per_s"
-    rows = {}
-    for n, rs in reps.items():
-        rows[n] = {"repeats": len(rs), "world_size": rs[0]["world_size"], "batch_size": rs[0]["batch_size"],
-                   "step": _summ(r["step"] for r in rs), "samples_per_s": _summ(r["samples_per_s"] for r in rs),
-                   "samples_per_s_wall": _summ(r["samples_per_s_wall"] for r in rs),
-                   "phases": {k: _summ(r["phases"].get(k) for r in rs)
-                              for k in dict.fromkeys(k for r in rs for k in r["phases"])},
-                   "values": [r[metric] for r in rs]}
-    if paired and len({len(r["values"]) for r in rows.values()}) > 1:
+    rows = {n: Row.of(rs, metric) for n, rs in reps.items()}
+    if paired and len({len(r.values) for r in rows.values()}) > 1:
         raise ValueError("paired=True compares repeats made in the same interleaved rounds, so every run needs "
-                         "the same number of repeats: got " + ", ".join(f"{n!r} {len(r['values'])}"
+                         "the same number of repeats: got " + ", ".join(f"{n!r} {len(r.values)}"
                                                                       for n, r in rows.items())
                          + " (drop the unmatched repeats, or compare unpaired)")
     base = rows[baseline]
     verdicts = {}
     for n, row in rows.items():  # speed-up: a run's median throughput over the baseline's
-        if row[metric] and base[metric]:
-            row["speedup"] = row[metric]["median"] / base[metric]["median"] if n != baseline else 1.0
-            row["efficiency"] = row["speedup"] * base["world_size"] / row["world_size"]
+        mine, theirs = getattr(row, metric), getattr(base, metric)
+        if mine and theirs:
+            speedup = mine["median"] / theirs["median"] if n != baseline else 1.0
+            rows[n] = replace(row, speedup=speedup, efficiency=speedup * base.world_size / row.world_size)
         if n != baseline:
-            verdicts[n] = _verdict(n, row["values"], baseline, base["values"], paired)
+            verdicts[n] = _verdict(n, row.values, baseline, base.values, paired)
     return Comparison(rows, baseline, verdicts, metric)
 
 

@@ -16,7 +16,7 @@ def text(up) -> str:
         return "\n".join([head, "  no rank was timed: the command built no DistributedDataParallel model and "
                           "trained no model the doctor could see (or it ended before its first step); its own "
                           "output says why"])
-    d = [r.timer.get("doctor") or {} for r in up.run]
+    d = [r.doctor for r in up.run]
     lines = [head + f", {len(up.run)} rank(s) timed", _not_ddp(up, d), _ended(up, d), str(up.diagnosis)]
     code = [f for f in up.diagnosis.findings if f.needs_code]
     if code:
@@ -45,7 +45,7 @@ def own_cost(run, d) -> str:
     calls = max(x.get("hook_calls", 0) for x in d)
     if not window:
         return ""
-    hook = sum((s.get("hook_time") or 0.0) for s in run[0].steps())
+    hook = sum((s.hook_time or 0.0) for s in run[0].steps())
     gpu = run[0].on_gpu
     return (f"the doctor's own hooks: {calls} calls, about {cost * 1e3:.3g} ms of host time on the busiest rank "
             f"({cost / window:.1%} of its window"

@@ -25,9 +25,9 @@ NO_BUCKETS = ("{what} has no per-bucket ready times: time the run with StepTimer
 
 def _steps(rank, warmup: int, what: str) -> list:
     steps = rank.steps()
-    if not any(s.get("buckets") for s in steps):
+    if not any(s.buckets for s in steps):
         raise ValueError(NO_BUCKETS.format(what=what) + " ready time and size")
-    kept = [s for s in steps[warmup:] if s.get("buckets")]
+    kept = [s for s in steps[warmup:] if s.buckets]
     if not kept:
         raise ValueError(f"{what}: no step after the {warmup} warm-up steps has buckets: record more steps")
     return kept
@@ -66,7 +66,7 @@ def whatif(run, link="pcie4-x16", world_size: int = 2, *, rank: int = 0, compute
     recorded_world = r.world_size
     # the recorded rank's steps per pass are already its share of the data: the whole epoch is that
     # many times the recorded world size, split again over `world_size` ranks
-    passes = one.timer.get("data_passes") or 1
+    passes = one.data_passes or 1
     per_epoch = (one.get("steps_per_epoch") or len(one.steps()) / passes) * recorded_world
     replayed = [replay_step(s, link, world_size, compute_factor) for s in steps]
     notes = []

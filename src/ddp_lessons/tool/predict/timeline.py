@@ -14,6 +14,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from ..runs import Step as Recorded
 from .links import Link
 
 
@@ -21,7 +22,7 @@ from .links import Link
 class Step:
     """One replayed step (seconds): the recorded step and its exposed all-reduce, the
     predicted busy time, exposed part and step, and each bucket's (start, end) on the link."""
-    step: int
+    step: int | None
     recorded: float
     recorded_exposed: float
     busy: float
@@ -37,23 +38,24 @@ class Step:
         return self.recorded / self.predicted
 
 
-def replay_step(step: dict, link: Link, world_size: int, compute_factor: float = 1.0) -> Step:
-    """Replay one step of a timer result (it needs `buckets` with `start` and `bytes`)."""
-    buckets = sorted(step["buckets"], key=lambda b: b["start"])
-    compute_done = max(b["start"] for b in buckets) * compute_factor
+def replay_step(step, link: Link, world_size: int, compute_factor: float = 1.0) -> Step:
+    """Replay one recorded step: a `runs.Step`, or a step of a timer result (it needs `buckets` with
+    `start` and `bytes`)."""
+    s = step if isinstance(step, Recorded) else Recorded.from_wire(step)
+    buckets = sorted(s.buckets, key=lambda b: b.start)
+    compute_done = max(b.start for b in buckets) * compute_factor
     free, busy, sends = 0.0, 0.0, []
     for b in buckets:
-        t = link.allreduce_time(b["bytes"], world_size)
-        start = max(b["start"] * compute_factor, free)  # ready, and the stream is free
+        t = link.allreduce_time(b.bytes, world_size)
+        start = max(b.start * compute_factor, free)  # ready, and the stream is free
         free = start + t
         busy += t
-        sends.append((start, free, b["bytes"]))
+        sends.append((start, free, b.bytes))
     exposed = max(0.0, free - compute_done) if world_size > 1 else 0.0
-    recorded_exposed = step.get("exposed", 0.0) or 0.0
-    predicted = (step["step_time"] - recorded_exposed) * compute_factor + exposed
-    phases = {k: (a * compute_factor, b * compute_factor) for k, (a, b) in (step.get("phases") or {}).items()}
-    return Step(step["step"], step["step_time"], recorded_exposed, busy, exposed, predicted, compute_done,
-                sends, phases)
+    recorded_exposed = s.exposed or 0.0
+    predicted = (s.step_time - recorded_exposed) * compute_factor + exposed
+    phases = {k: (a * compute_factor, b * compute_factor) for k, (a, b) in s.phases.items()}
+    return Step(s.step, s.step_time, recorded_exposed, busy, exposed, predicted, compute_done, sends, phases)
 
 
 @dataclass

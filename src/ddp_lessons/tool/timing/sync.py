@@ -6,7 +6,7 @@ again at `result()`. Each rank's marks are kept as seconds since its own referen
 per step, `wait` (`CommonClock.finish`, from `ready_time`) is how long after this rank's last gradient
 bucket was ready the slowest rank's was: the part of this rank's exposed all-reduce spent waiting for a
 slower rank. `exposed - wait` is communication after every rank was ready (the transfer, plus queueing
-behind earlier buckets).
+behind earlier buckets). `waits_across` works the waits out afterwards where no reference was common.
 """
 
 from __future__ import annotations
@@ -126,10 +126,10 @@ def _gather(obj, group=None) -> list:
 def ready_time(step) -> float | None:
     """When this rank's backward compute finished (seconds since the reference): its last bucket handed
     to the backend (mode "full"), else its compute end's mark (mode "light", `timing.compute_end`), else
-    the backward phase's end minus the exposed part (DDP's own timings)."""
-    if step["buckets"]:
+    the backward phase's end minus the exposed part (DDP's own timings). `step`: a step of the result."""
+    if step.get("buckets"):
         return step["t_start"] + max(b.get("sent", b["start"]) for b in step["buckets"])
-    bwd = step["phases"].get("backward")
+    bwd = (step.get("phases") or {}).get("backward")
     # a step that sent nothing (a micro-step under no_sync) has no all-reduce to be ready for
     if bwd is None or "exposed" not in step or not step.get("allreduce_calls") or step.get("sync") is False:
         return None
@@ -138,21 +138,23 @@ def ready_time(step) -> float | None:
     return step["t_start"] + bwd[1] - step["exposed"]
 
 
-def waits_across(timers: list[dict]) -> None:
+def waits_across(clocks: list[dict], steps: list[list]) -> list[list[float | None]] | None:
     """Where the ranks' timers took no common reference (the doctor's: no collectives), each step's wait
     for the slowest rank from their ready times on the host's clock, which every process of one host
-    shares. Steps that all-reduced are matched by their order; a result that has waits is left alone."""
-    if len(timers) < 2 or any("wait" in s for t in timers for s in t["steps"]):
-        return
-    clocks = [t.get("clock") or {} for t in timers]
+    shares: per rank (its timer's `clocks`, its `steps` as `runs.Step`s), a wait per step (None where a
+    step has none). Steps that all-reduced are matched by their order. None where there is nothing to
+    work out: one rank, ranks that have waits already, or clocks of several hosts. Writes nothing."""
+    if len(steps) < 2 or any(s.wait is not None for ss in steps for s in ss):
+        return None
     if any("ref_host" not in c for c in clocks) or len({c.get("host") for c in clocks}) != 1:
-        return
-    readies = [[(s, s["ready"] + c["ref_host"]) for s in t["steps"] if s.get("ready") is not None]
-               for t, c in zip(timers, clocks, strict=True)]
+        return None
+    readies = [[(i, s.ready + c["ref_host"]) for i, s in enumerate(ss) if s.ready is not None]
+               for ss, c in zip(steps, clocks, strict=True)]
+    out: list[list[float | None]] = [[None] * len(ss) for ss in steps]
     for j in range(min(len(x) for x in readies)):
         latest = max(x[j][1] for x in readies)
-        for x in readies:
-            s, t = x[j]
-            s["wait"] = min(max(0.0, latest - t), s.get("exposed", 0.0))
-    for t in timers:
-        t.setdefault("clock", {})["wait_source"] = "host clock, across ranks"
+        for r, x in enumerate(readies):
+            i, t = x[j]
+            exposed = steps[r][i].exposed
+            out[r][i] = min(max(0.0, latest - t), 0.0 if exposed is None else exposed)
+    return out

@@ -1,117 +1,14 @@
-"""A run as an object: every rank's `StepTimer` result, read through named accessors.
-
-`Run(values)` takes what `launch`, `run` or `gather` returned (one value per rank: the timer's result
-itself, or a dict holding it under "timer" beside the worker's own keys); `Run.load(name, setup=,
-round=)` reads one run of a saved record, and `Record.load(name)` the whole record with its setups
-and rounds. `diagnose`, `compare`, `whatif` and the plots take a `Run` (or anything `Run` takes).
-`StepTimer.result()` stays the JSON wire format; `Rank` reads it. Defined in notebook 00_first_launch.
-"""
+"""`Run`: every rank of one run, in rank order, with the waits for a slower rank worked out across the
+ranks where their timers could not (the doctor's), into its own `Step`s: what it is given stays as it was.
+`Record`: a saved record read as runs."""
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
-from . import kineto, records
-from .timing.sync import waits_across
-
-KEY = "timer"   # where a worker's dict holds its StepTimer result
-# Per-step numbers that are positions, flags or labels, not durations: no median of them.
-NOT_DURATIONS = ("step", "t_start", "wait_for", "ready", "sync", "forwards", "optimizer_steps", "computed",
-                 "collective_calls")
-WARMUP = 2      # DDP builds its buckets in step 0 and rebuilds them after it: left out of medians
-
-
-def timer_of(value) -> dict | None:
-    """The StepTimer result in one rank's value: value["timer"], or the value itself; None if neither.
-    A dict is a timer's result when its steps are the timer's (a list of dicts with `step_time`), so a
-    worker's own key called "steps" is not mistaken for it."""
-    if isinstance(value, Rank):
-        return value.timer
-    if not isinstance(value, dict):
-        return None
-    for cand in (value.get(KEY), value):
-        if isinstance(cand, dict) and _is_timer(cand):
-            return cand
-    return None
-
-
-def _is_timer(d: dict) -> bool:
-    steps = d.get("steps")
-    if not isinstance(steps, list):
-        return False
-    if steps:
-        return isinstance(steps[0], dict) and "step_time" in steps[0]
-    return "comm_source" in d or "account" in d or d.get("kind") == "ddp-lessons/step-timer"
-
-
-class Rank:
-    """One rank of a run: `timer` (its StepTimer result) and `value` (all the worker returned;
-    `rank["key"]` reads the worker's own keys). Defined in notebook 00_first_launch."""
-
-    def __init__(self, value):
-        timer = timer_of(value)
-        if timer is None:
-            raise ValueError(f"no StepTimer result here: return timer.result(), or a dict with it under {KEY!r}, "
-                             "from the worker")
-        self.value, self.timer = value, timer
-
-    def __getitem__(self, key):
-        return self.value[key]
-
-    def get(self, key, default=None):
-        return self.value.get(key, default) if isinstance(self.value, dict) else default
-
-    def __repr__(self) -> str:
-        return f"Rank({self.rank} of {self.world_size}, {len(self.timer['steps'])} steps)"
-
-    # what ran where
-    rank = property(lambda self: int(self.timer.get("rank", 0)))
-    world_size = property(lambda self: int(self.timer.get("world_size") or 1))
-    device = property(lambda self: str(self.timer.get("device", "cpu")))
-    backend = property(lambda self: self.timer.get("backend"))
-    threads = property(lambda self: self.timer.get("threads"))
-    cores = property(lambda self: self.timer.get("cores"))
-    host = property(lambda self: self.timer.get("host"))
-    mode = property(lambda self: self.timer.get("mode"))
-    batch_size = property(lambda self: self.timer.get("batch_size"))
-    account = property(lambda self: self.timer.get("account"))
-    outside = property(lambda self: self.timer.get("outside") or [])
-    model = property(lambda self: self.timer.get("model") or {})
-    loader = property(lambda self: self.timer.get("loader"))
-    on_gpu = property(lambda self: self.device.startswith("cuda"))
-
-    def steps(self, skip: int = 0) -> list[dict]:
-        """The timed steps (micro-steps under accumulation), leaving out the first `skip`."""
-        return self.timer["steps"][skip:]
-
-    def median_step(self, skip: int = WARMUP) -> dict:
-        """Median of every per-step number, leaving out the first `skip` steps (all kept when there
-        are no more); each number over the steps that have it; {} without steps."""
-        every = self.timer["steps"]
-        steps = every[skip:] or every
-        keys = dict.fromkeys(k for s in steps for k, v in s.items()
-                             if k not in NOT_DURATIONS and isinstance(v, (int, float)) and not isinstance(v, bool))
-        return {k: statistics.median(v for s in steps if isinstance(v := s.get(k), (int, float))) for k in keys}
-
-    def knows_optimizer_steps(self) -> bool:
-        """Whether the timer saw torch's optimizer steps (timers from before it did: every step is one)."""
-        return any("optimizer_steps" in s for s in self.timer["steps"])
-
-    def iterations(self, skip: int = WARMUP) -> list[float]:
-        """Seconds per optimizer step (its micro-steps from the first one's start to the last one's
-        end), leaving out the first `skip` optimizer steps; each step is one where the timer did not
-        see optimizer steps."""
-        steps = self.timer["steps"]
-        if not self.knows_optimizer_steps() or not any(s.get("optimizer_steps") for s in steps):
-            return [s["step_time"] for s in steps][skip:]
-        out, first = [], None
-        for s in steps:
-            first = s if first is None else first
-            if s.get("optimizer_steps"):
-                out.append(s["t_start"] + s["step_time"] - first["t_start"])
-                first = None
-        return out[skip:]
+from .. import kineto, records
+from ..timing.sync import waits_across
+from .rank import KEY, Rank, timer_of
 
 
 class Run:
@@ -122,8 +19,9 @@ class Run:
     def __init__(self, values, name: str | None = None, record: dict | None = None,
                  setup: str | None = None, round: int | None = None, trace=None):
         if isinstance(values, Run):
-            values, name, record = values.ranks, name or values.name, record or values.record
-            setup, round, trace = setup or values.setup, values.round if round is None else round, trace or values.trace
+            src = values
+            values, name, record = src.ranks, name or src.name, record or src.record
+            setup, round, trace = setup or src.setup, src.round if round is None else round, trace or src.trace
         if isinstance(values, dict) and timer_of(values) is not None:
             values = [values]
         if not isinstance(values, (list, tuple)) or not values:
@@ -133,9 +31,15 @@ class Run:
         if missing:
             raise ValueError(f"value {missing[0]} holds no StepTimer result: return timer.result(), or a dict "
                              f"with it under {KEY!r}, from the worker")
-        self.ranks: list[Rank] = sorted((v if isinstance(v, Rank) else Rank(v) for v in values), key=lambda r: r.rank)
-        self.name, self.record, self.setup, self.round, self.trace = name, record, setup, round, trace
-        waits_across([r.timer for r in self.ranks])
+        ranks = sorted((v if isinstance(v, Rank) else Rank(v) for v in values), key=lambda r: r.rank)
+        waits = waits_across([r.clock for r in ranks], [r.steps() for r in ranks])
+        self.ranks: list[Rank] = ranks if waits is None else [r.with_waits(w)
+                                                                for r, w in zip(ranks, waits, strict=True)]
+        self.name: str | None = name
+        self.record: dict | None = record
+        self.setup: str | None = setup
+        self.round: int | None = round
+        self.trace: Path | None = trace
 
     def __len__(self):
         return len(self.ranks)
@@ -242,7 +146,7 @@ class Record:
 
 def _wall(rank: Rank) -> float:
     acc = rank.account
-    return acc["wall"] if acc else sum(s["step_time"] for s in rank.steps())
+    return acc["wall"] if acc else sum(s.step_time for s in rank.steps())
 
 
 STRUCTURE = ("results", "rounds", "runs", "ranks", "per_rank")   # record keys that are not a setup's name
