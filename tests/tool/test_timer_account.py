@@ -82,10 +82,10 @@ def test_phases_and_waits_inside_outside_work_open_no_step():
 def test_a_step_opened_by_phases_set_directly_starts_its_data_wait_before_them():
     # What case 2's Lightning callback does: phases set on the step, the wait given in seconds.
     timer = StepTimer(None)
-    timer._cur["data"] = 0.02
-    a = timer.clock.mark()
+    timer.batch_waited(0.02)
+    a = timer.mark()
     time.sleep(0.01)
-    timer._cur["phases"]["forward"] = (a, timer.clock.mark())
+    timer.phase_span("forward", a, timer.mark())
     timer.step_done()
     s = timer.result()["steps"][0]
     fwd = s["phases"]["forward"]

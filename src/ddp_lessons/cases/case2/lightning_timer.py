@@ -17,27 +17,27 @@ from ...tool.timing import StepTimer
 
 
 class LightningStepTimer(StepTimer):
-    """A StepTimer driven by Callback hooks: `begin_step`, `begin`/`end` phases."""
+    """A StepTimer driven by Callback hooks through its public event methods: `begin_pass` per epoch,
+    `batch_waited` per micro-step, `phase_begins`/`phase_ends` around its phases."""
 
     def __init__(self, device="cpu", hook=None, state=None):
         # No model yet: the strategy registers `comm_hook()` (see timed_strategy).
         super().__init__(None, device=device, hook=hook, state=state)
-        self._open = {}
+        self._open: dict = {}
 
     def begin_epoch(self) -> None:
-        self._new_step()  # a step starts where the previous one ended, or at the epoch's start
-        self._epochs += 1  # a pass over the loader, as `timer.data` counts one: diagnose(run, epochs=...)
-        self._pass_starts.append(len(self._steps))
+        self.begin_pass()   # a pass over the loader, as `timer.data` counts one: diagnose(run, epochs=...)
 
     def begin_step(self, gap_s: float) -> None:
-        self._cur["data"] = gap_s  # host time waiting for the batch (inside step_time, as in StepTimer)
+        self.batch_waited(gap_s)  # host time waiting for the batch (inside step_time, as in StepTimer)
 
-    def begin(self, name: str) -> None:
-        self._open[name] = self.clock.mark()
+    def phase_begins(self, name: str) -> None:
+        self._open[name] = self.mark()
 
-    def end(self, name: str) -> None:
+    def phase_ends(self, name: str) -> None:
+        """End phase `name` (its start marked by `phase_begins`); the step opens at its first phase."""
         if name in self._open:
-            self._cur["phases"][name] = (self._open.pop(name), self.clock.mark())
+            self.phase_span(name, self._open.pop(name), self.mark())
 
 
 class StepTimerCallback(pl.Callback):
@@ -85,20 +85,20 @@ class StepTimerCallback(pl.Callback):
         now = time.perf_counter()
         gap = now - (self._last_end if self._last_end is not None else self._t["train"])
         self.timer.begin_step(gap)
-        self.timer.begin("forward")
+        self.timer.phase_begins("forward")
 
     def on_before_backward(self, trainer, pl_module, loss):
-        self.timer.end("forward")
-        self.timer.begin("backward")
+        self.timer.phase_ends("forward")
+        self.timer.phase_begins("backward")
 
     def on_after_backward(self, trainer, pl_module):
-        self.timer.end("backward")
+        self.timer.phase_ends("backward")
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
-        self.timer.begin("optimizer")
+        self.timer.phase_begins("optimizer")
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        self.timer.end("optimizer")
+        self.timer.phase_ends("optimizer")
         self.timer.step_done()
         self._last_end = time.perf_counter()
 

@@ -171,6 +171,27 @@ class StepMarks:
         self._open_step(token)
         self._cur["data"] += seconds
 
+    def begin_pass(self) -> None:
+        """A pass over the loader begins (an epoch), driven from outside a loop (Lightning's hooks): the next
+        step starts afresh, and `diagnose(run, epochs=...)` counts the pass, as `timer.data` does."""
+        if not self.enabled:
+            return
+        self._new_step()
+        self._epochs += 1
+        self._pass_starts.append(len(self._steps))
+
+    def phase_span(self, name: str, start, end) -> None:
+        """Phase `name` of the open step from token `start` to `end`, set as a whole (hooks that see its
+        two ends apart). A step opened by phases alone starts its `batch_waited` seconds before the first."""
+        if self.enabled and not self._outside_depth:
+            self._cur["phases"][name] = (start, end)
+
+    def batch_waited(self, seconds: float) -> None:
+        """The open step waited `seconds` (host time) for its batch, measured by the caller; the step's start
+        is then taken that long before its first phase (a step opened by phases alone, as Lightning's is)."""
+        if self.enabled and not self._outside_depth:
+            self._cur["data"] = seconds
+
     def outside_span(self, name: str, start, end) -> None:
         """Work outside the steps named `name`, from token `start` to token `end`."""
         if self.enabled:
