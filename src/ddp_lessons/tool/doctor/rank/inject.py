@@ -176,7 +176,6 @@ def _watch_model():
         ref, own = weakref.ref(m), m.__dict__.get("forward")
         inner = own if own is not None else type(m).forward
 
-        @functools.wraps(inner)
         def forward(*args, **kwargs):
             mod = ref()
             REC.module_calls += 1
@@ -188,6 +187,10 @@ def _watch_model():
                 REC.depth -= 1
             post(mod, grad_on(), out)
             return out
+        # the bound forward's name, doc and signature (libraries read them: Hugging Face's Trainer drops the
+        # batch's columns forward does not take), none of which holds the module
+        forward.__name__, forward.__doc__ = inner.__name__, inner.__doc__
+        forward.__signature__ = inspect.signature(m.forward)  # type: ignore[attr-defined]
         m.forward = forward
     for m, _ in REC.models:
         wrap(m)
