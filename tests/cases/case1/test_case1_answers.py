@@ -46,7 +46,7 @@ def model_inputs():
 
 
 def _split_epoch(cols: dict, batch: int) -> float:
-    return cols[batch]["epochs"][gap.ROWS[1]]
+    return cols[batch].epochs[gap.ROWS[1]]
 
 
 # -- 03: the slow link without P2P reproduces about 131 s at batch 8 (modelled) -----------------
@@ -90,7 +90,7 @@ def test_01_split_and_step_ratio():
     assert total == n_train
     assert [len(DistributedSampler(range(n_train), num_replicas=2, rank=r)) for r in range(2)] == [per_rank] * 2
     two, one, ratio = _numbers(text, r"2 x (\d+) / (\d+) = ([\d.]+) one-GPU steps")
-    assert (two, one) == (gap.POST["two_gpu_s"], gap.POST["one_gpu_s"])
+    assert (two, one) == (gap.POST.two_gpu_s, gap.POST.one_gpu_s)
     assert round(2 * two / one, 1) == ratio
 
 

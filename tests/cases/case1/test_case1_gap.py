@@ -30,16 +30,16 @@ RUNS = {8: _run(8, 0.02, 0.04, 0.01), 32: _run(32, 0.08, 0.16, 0.01)}
 def test_a_recorded_batch_is_floored_and_a_smaller_one_scaled():
     assert gap.source(RUNS, 8) == 8 and gap.source(RUNS, 4) == 8 and gap.source(RUNS, 64) == 32
     c8, c4 = gap.column(RUNS, 8, "pcie4-x16", 2.0, N, 0), gap.column(RUNS, 4, "pcie4-x16", 2.0, N, 0)
-    assert c8["floored"] and not c4["floored"]
-    assert c8["gpu"] == pytest.approx(2.0 * (0.02 + 0.04 + 0.01))
-    assert c4["gpu"] == pytest.approx(2.0 * (0.5 * 0.06 + 0.01))   # scaled down: not floored
+    assert c8.floored and not c4.floored
+    assert c8.gpu == pytest.approx(2.0 * (0.02 + 0.04 + 0.01))
+    assert c4.gpu == pytest.approx(2.0 * (0.5 * 0.06 + 0.01))   # scaled down: not floored
 
 
 def test_t1_is_the_gpu_work_and_the_rest_of_the_posts_step():
     c = gap.column(RUNS, 32, "pcie4-x16", 2.0, N, 0)
-    assert c["t1"] == pytest.approx(105 / math.ceil(N / 32)) and c["rest"] == pytest.approx(c["t1"] - c["gpu"])
+    assert c.t1 == pytest.approx(105 / math.ceil(N / 32)) and c.rest == pytest.approx(c.t1 - c.gpu)
     # the split epoch without the link: half the steps of the post's one-GPU step
-    assert c["epochs"][gap.ROWS[0]] == pytest.approx(math.ceil(N / 64) * c["t1"])
+    assert c.epochs[gap.ROWS[0]] == pytest.approx(math.ceil(N / 64) * c.t1)
 
 
 def test_a_slow_link_reaches_133_s_where_a_fast_one_does_not():
@@ -51,13 +51,13 @@ def test_a_slow_link_reaches_133_s_where_a_fast_one_does_not():
 def test_a_batch_whose_gpu_work_exceeds_the_posts_step_is_ruled_out():
     heavy = {8: _run(8, 0.2, 0.4, 0.1)}       # 2 x 0.7 s against 105 s / 375 steps = 0.28 s
     c = gap.column(heavy, 8, "pcie4-x16", 2.0, N, 0)
-    assert c["rest"] < 0 and gap.ruled_out(c) and gap.reaching({8: c}) == []
+    assert c.rest < 0 and gap.ruled_out(c) and gap.reaching({8: c}) == []
     assert "      -" in gap.lines({8: c})[1]
 
 
 def test_a_batch_over_24_gib_is_ruled_out():
     big = {64: _run(64, 0.02, 0.04, 0.01, peak=30 * 2**30)}
-    assert not gap.column(big, 64, "pcie4-x16", 1.0, N, 0)["fits"]
+    assert not gap.column(big, 64, "pcie4-x16", 1.0, N, 0).fits
 
 
 def test_needed_exposed_is_the_posts_arithmetic():
@@ -95,6 +95,6 @@ def test_link_rows_give_one_table_per_row_and_the_slow_link_is_slower():
     rows = gap.link_rows(RUNS, (8, 32), 2.0, N)
     assert list(rows) == list(gap.LINK_ROWS)
     slow, fast = rows[gap.SLOW_LINK][8], rows["PCIe 4.0 x16, P2P"][8]
-    assert slow["exposed"] > fast["exposed"] and slow["epochs"][gap.ROWS[1]] > fast["epochs"][gap.ROWS[1]]
+    assert slow.exposed > fast.exposed and slow.epochs[gap.ROWS[1]] > fast.epochs[gap.ROWS[1]]
     faster = rows["3090 computing 2x faster (x16, no P2P)"][32]
-    assert faster["gpu"] == pytest.approx(1.0 * (0.08 + 0.16 + 0.01))   # the factor halved
+    assert faster.gpu == pytest.approx(1.0 * (0.08 + 0.16 + 0.01))   # the factor halved

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from ...tool.runs import Rank
 
 MIB = 2**20
 
@@ -58,6 +59,6 @@ def recorded_ready(rec: dict, step: int = -1) -> list[dict]:
     when DDP handed it to the all-reduce, as a fraction of that step's backward pass (0 its start, 1 its
     end). Read from the timer's bucket intervals: a fact of the run, not of the cap arithmetic above.
     Defined in notebook 03_case1_beyond."""
-    s = rec["results"]["ranks"][0]["timer"]["steps"][step]
-    b0, b1 = s["phases"]["backward"]
-    return [{"bytes": b["bytes"], "ready": (b["start"] - b0) / (b1 - b0)} for b in s["buckets"]]
+    s = Rank(rec["results"]["ranks"][0]).steps()[step]
+    b0, b1 = s.phases["backward"]
+    return [{"bytes": b.bytes, "ready": (b.start - b0) / (b1 - b0)} for b in s.buckets]

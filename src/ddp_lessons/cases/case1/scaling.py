@@ -15,6 +15,7 @@ from ...tool.launcher import launch
 from ...tool.runs import Rank
 from ...tool.spread import chance_level, interleave
 from .options import Options
+from .readout import Result
 from .train import train
 
 SHORT = dict(steps_limit=8, evaluation="none", num_workers=0)  # 6 steps after the 2 warm-up steps
@@ -30,22 +31,27 @@ def rounds(options: Options, backend: str, n: int = 5, **short) -> dict:
         for name in order:
             world = 1 if name == "1 worker" else 2
             res = launch(train, (o, None, 1), world_size=world, backend=backend, threads=1)
-            out[name].append(max(Rank(r).median_step(2)["step_time"] for r in res))
-            batch[name] = res[0]["batch_size"]
-    return {**out, "batch": (batch["1 worker"], batch["2 workers"])}
+            out[name].append(max(Rank(r).median("step_time", 2) for r in res))
+            batch[name] = Result.of(res[0]).batch_size
+    return {**out, "batch": tuple(batch[name] for name in out)}
 
 
 def efficiency(r: dict) -> list[float]:
     """Per round: 2-worker throughput over twice the 1-worker throughput (1.0: perfect scaling).
     Defined in notebook 03_case1_beyond."""
     b1, b2 = r["batch"]
-    return [(2 * b2 / t2) / (2 * b1 / t1) for t1, t2 in zip(r["1 worker"], r["2 workers"], strict=True)]
+    return [(2 * b2 / t2) / (2 * b1 / t1) for t1, t2 in _paired(r)]
+
+
+def _paired(r: dict) -> list[tuple[float, float]]:
+    """(1 worker's, 2 workers') median step per round of `rounds`."""
+    return list(zip(r["1 worker"], r["2 workers"], strict=True))
 
 
 def describe(r: dict) -> str:
     """The rounds as a reading: the step on 2 workers against 1, and the scaling efficiency (the
     epoch on 2 workers against 1 is 1 / (2 x efficiency) with the data split). Defined in notebook 01_case1_broken."""
-    step = [t2 / t1 for t1, t2 in zip(r["1 worker"], r["2 workers"], strict=True)]
+    step = [t2 / t1 for t1, t2 in _paired(r)]
     eff = efficiency(r)
     return (f"measured here over {len(step)} rounds: a step on 2 workers {min(step):.2f} .. {max(step):.2f} x one "
             f"on 1 worker; scaling efficiency {min(eff):.0%} .. {max(eff):.0%}; the epoch on 2 workers "
@@ -77,7 +83,7 @@ def step_by_round(runs: dict, skip: int = 2) -> dict:
     "<round> <name>" (`interleaved`'s names). Defined in notebook 02_case1_answer."""
     out = {}
     for name, ranks in runs.items():
-        out.setdefault(name.split(" ", 1)[1], []).append(max(Rank(r).median_step(skip)["step_time"] for r in ranks))
+        out.setdefault(name.split(" ", 1)[1], []).append(max(Rank(r).median("step_time", skip) for r in ranks))
     return out
 
 
@@ -98,8 +104,9 @@ def epoch_by_round(runs: dict, steps: dict) -> tuple[list[float], list[float]]:
     """Per round, an epoch's steps x the median step of the slower rank, for the batch kept and halved:
     `runs` from `batch_variants`' names, `steps` the steps per epoch of each choice ({"kept": n, "halved": m}).
     Defined in notebook 02_case1_answer."""
-    out = {"kept": [], "halved": []}
+    out: dict[str, list[float]] = {"kept": [], "halved": []}
     for name, ranks in runs.items():
         choice = name.split()[1]
-        out[choice].append(steps[choice] * max(Rank(r).median_step(2)["step_time"] for r in ranks))
-    return out["kept"], out["halved"]
+        out[choice].append(steps[choice] * max(Rank(r).median("step_time", 2) for r in ranks))
+    kept, halved = out.values()
+    return kept, halved

@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import zlib
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,51 +48,71 @@ def _word_id(word: str) -> int:
     return 3 + zlib.crc32(word.encode()) % 50000
 
 
-def _image_facts(rng: np.random.Generator, n_tail: int) -> dict:
+@dataclass(frozen=True)
+class Params:
+    """What a dataset is made from (the manifest's "params"): the same ones give the same bytes."""
+    n_images: int
+    n_qa: int
+    image_size: int
+    test_fraction: float
+    answer_vocab: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one image shows, drawn once: its organ and modality (indexes of ORGANS, MODALITIES), how many
+    lesions, and its finding (an index of the long tail; -1 without lesions)."""
+    organ: int
+    modality: int
+    n_lesions: int
+    finding: int
+
+
+def _image_facts(rng: np.random.Generator, n_tail: int) -> Facts:
     n = int(rng.choice(4, p=[0.3, 0.4, 0.2, 0.1]))
     # Findings are long-tailed, as in VQA-RAD: a few common, most rare.
     finding = int(min(rng.zipf(1.6) - 1, n_tail - 1)) if n else -1
-    return {"organ": int(rng.integers(3)), "modality": int(rng.integers(3)),
-            "n_lesions": n, "finding": finding}
+    return Facts(organ=int(rng.integers(3)), modality=int(rng.integers(3)), n_lesions=n, finding=finding)
 
 
-def _draw(rng: np.random.Generator, facts: dict, size: int) -> Image.Image:
+def _draw(rng: np.random.Generator, facts: Facts, size: int) -> Image.Image:
     """A grey 'scan': body outline by organ, contrast by modality, bright lesions."""
     yy, xx = np.mgrid[0:size, 0:size] / (size - 1) * 2 - 1
     body = {0: xx**2 + yy**2, 1: (xx / 0.95)**2 + (yy / 0.8)**2,
-            2: (xx / 0.9)**2 + (yy / 0.7)**2}[facts["organ"]] < 0.85
+            2: (xx / 0.9)**2 + (yy / 0.7)**2}[facts.organ] < 0.85
     img = np.where(body, 0.45 + 0.15 * yy, 0.05)
-    if facts["organ"] == 1:                          # two dark lungs
+    if facts.organ == 1:                          # two dark lungs
         img -= 0.3 * ((((np.abs(xx) - 0.42) / 0.3)**2 + (yy / 0.55)**2) < 1)
     # Low-frequency tissue texture plus fine noise: keeps JPEG from squeezing it flat.
     coarse = Image.fromarray(rng.random((8, 8)).astype(np.float32))
     img = img + 0.15 * np.asarray(coarse.resize((size, size), Image.Resampling.BICUBIC)) * body
-    img = img + rng.normal(0, (0.03, 0.06, 0.02)[facts["modality"]], (size, size))
-    for _ in range(facts["n_lesions"]):
+    img = img + rng.normal(0, (0.03, 0.06, 0.02)[facts.modality], (size, size))
+    for _ in range(facts.n_lesions):
         cx, cy = rng.uniform(-0.5, 0.5, 2)
-        r = (0.06 + 0.03 * (facts["finding"] % 5)) * rng.uniform(0.8, 1.2)
-        img += 0.4 * np.exp(-((xx - cx)**2 + ((yy - cy) * (1 + facts["finding"] % 3))**2) / r**2)
-    gamma = (1.0, 0.7, 1.4)[facts["modality"]]
+        r = (0.06 + 0.03 * (facts.finding % 5)) * rng.uniform(0.8, 1.2)
+        img += 0.4 * np.exp(-((xx - cx)**2 + ((yy - cy) * (1 + facts.finding % 3))**2) / r**2)
+    gamma = (1.0, 0.7, 1.4)[facts.modality]
     img = np.clip(img, 0, 1) ** gamma
     return Image.fromarray((img * 255).round().astype(np.uint8))
 
 
-def _qa(rng: np.random.Generator, facts: dict, n_answers: int) -> dict:
-    kinds = [t for t in TEMPLATES if facts["n_lesions"] or t[3] != "finding"]
+def _qa(rng: np.random.Generator, facts: Facts, n_answers: int) -> dict:
+    kinds = [t for t in TEMPLATES if facts.n_lesions or t[3] != "finding"]
     atype, free, para, kind = kinds[rng.integers(len(kinds))]
     ask_o, ask_m = int(rng.integers(3)), int(rng.integers(3))
     phrase = "freeform" if rng.random() < 0.6 else "para"
     text = (free if phrase == "freeform" else para).format(
-        organ=ORGANS[facts["organ"]], ask_organ=ORGANS[ask_o], ask_modality=MODALITIES[ask_m])
-    yes = {"has_lesion": facts["n_lesions"] > 0, "is_organ": ask_o == facts["organ"],
-           "is_modality": ask_m == facts["modality"], "multiple": facts["n_lesions"] > 1}
-    answer = {"organ": ORGANS[facts["organ"]], "modality": MODALITIES[facts["modality"]],
-              "count": COUNTS[facts["n_lesions"]]}.get(kind)
+        organ=ORGANS[facts.organ], ask_organ=ORGANS[ask_o], ask_modality=MODALITIES[ask_m])
+    yes = {"has_lesion": facts.n_lesions > 0, "is_organ": ask_o == facts.organ,
+           "is_modality": ask_m == facts.modality, "multiple": facts.n_lesions > 1}
+    answer = {"organ": ORGANS[facts.organ], "modality": MODALITIES[facts.modality],
+              "count": COUNTS[facts.n_lesions]}.get(kind)
     if kind in yes:
         answer = "yes" if yes[kind] else "no"
     labels, scores = [], [1.0]
     if kind == "finding":
-        labels = [len(FIXED_ANSWERS) + facts["finding"]]
+        labels = [len(FIXED_ANSWERS) + facts.finding]
         if rng.random() < 0.1 and labels[0] + 1 < n_answers:   # a near-synonym, part credit
             labels.append(labels[0] + 1)
             scores.append(0.3)
@@ -106,49 +127,49 @@ def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, sort_keys=True, separators=(",", ":")))
 
 
-def _build(out: Path, p: dict) -> None:
-    n_tail = p["answer_vocab"] - len(FIXED_ANSWERS)
+def _build(out: Path, p: Params) -> None:
+    n_tail = p.answer_vocab - len(FIXED_ANSWERS)
     answers = list(FIXED_ANSWERS) + [f"finding_{k:03d}" for k in range(n_tail)]
     (out / "images").mkdir()
     facts = []
-    for i in range(p["n_images"]):
+    for i in range(p.n_images):
         # One generator per image: image i is the same whatever n_images is.
-        rng = np.random.default_rng([p["seed"], 1, i])
+        rng = np.random.default_rng([p.seed, 1, i])
         facts.append(_image_facts(rng, n_tail))
         # Fixed JPEG settings, no metadata: same seed, same bytes.
-        _draw(rng, facts[-1], p["image_size"]).save(out / "images" / f"synpic{i:05d}.jpg",
+        _draw(rng, facts[-1], p.image_size).save(out / "images" / f"synpic{i:05d}.jpg",
                                                      quality=90, optimize=False)
-    rng = np.random.default_rng([p["seed"], 2])
+    rng = np.random.default_rng([p.seed, 2])
     # Every image gets at least one question (VQA-RAD: about 11 per image).
-    which = np.concatenate([np.arange(p["n_images"]),
-                            rng.integers(p["n_images"], size=max(0, p["n_qa"] - p["n_images"]))])
-    which = rng.permutation(which)[:p["n_qa"]]
+    which = np.concatenate([np.arange(p.n_images),
+                            rng.integers(p.n_images, size=max(0, p.n_qa - p.n_images))])
+    which = rng.permutation(which)[:p.n_qa]
     entries = [dict(qid=q, image_name=f"synpic{i:05d}.jpg", **_qa(rng, facts[i], len(answers)))
                for q, i in enumerate(which.tolist())]
-    n_test = round(p["n_qa"] * p["test_fraction"])
+    n_test = round(p.n_qa * p.test_fraction)
     _write_json(out / "train.json", entries[:len(entries) - n_test])
     _write_json(out / "test.json", entries[len(entries) - n_test:])
     _write_json(out / "answers.json", answers)
     files = {f.relative_to(out).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
              for f in sorted(out.rglob("*")) if f.is_file()}
-    _write_json(out / "manifest.json", {"format": FORMAT, "params": p, "files": files,
+    _write_json(out / "manifest.json", {"format": FORMAT, "params": asdict(p), "files": files,
                                         "vocab_size": VOCAB_SIZE})
 
 
-def _existing(root: Path, p: dict) -> dict | None:
+def _existing(root: Path, p: Params) -> dict | None:
     try:
         m = json.loads((root / "manifest.json").read_text())
     except (OSError, ValueError):
         return None
     complete = all((root / f).is_file() for f in m.get("files", {}))
-    return m if complete and m.get("format") == FORMAT and m.get("params") == p else None
+    return m if complete and m.get("format") == FORMAT and m.get("params") == asdict(p) else None
 
 
 def _summary(root: Path, m: dict, created: bool) -> dict:
     sizes = {f: (root / f).stat().st_size for f in m["files"]}
-    split = {s: len(json.loads((root / f"{s}.json").read_text())) for s in ("train", "test")}
-    return {"root": str(root), "created": created, **m["params"], "n_train": split["train"],
-            "n_test": split["test"], "num_answers": m["params"]["answer_vocab"],
+    n_train, n_test = (len(json.loads((root / f"{s}.json").read_text())) for s in ("train", "test"))
+    return {"root": str(root), "created": created, **m["params"], "n_train": n_train,
+            "n_test": n_test, "num_answers": m["params"]["answer_vocab"],
             "bytes": sum(sizes.values()) + (root / "manifest.json").stat().st_size,
             "image_bytes": sum(v for f, v in sizes.items() if f.startswith("images/"))}
 
@@ -169,8 +190,8 @@ def make_vqa_dataset(root, n_images: int = 315, n_qa: int = 3515, image_size: in
         raise ValueError(f"answer_vocab must exceed {len(FIXED_ANSWERS)}")
     if n_images < 1 or n_qa < 1 or not 0 <= test_fraction < 1:
         raise ValueError("need n_images >= 1, n_qa >= 1, 0 <= test_fraction < 1")
-    p = dict(n_images=n_images, n_qa=n_qa, image_size=image_size,
-             test_fraction=test_fraction, answer_vocab=answer_vocab, seed=seed)
+    p = Params(n_images=n_images, n_qa=n_qa, image_size=image_size,
+               test_fraction=test_fraction, answer_vocab=answer_vocab, seed=seed)
     root = Path(root)
     if (m := _existing(root, p)) is not None:
         return _summary(root, m, created=False)

@@ -63,9 +63,9 @@ def _print(args, res):
         return
     for name, ranks in res.items():
         for r in ranks:
-            m = Rank(r).median_step(3)
+            step = Rank(r).median("step_time", 3)
             print(f"{name} rank {r['rank']}/{r['world_size']}: wall {r['wall']:.2f} s, "
-                  f"step {m['step_time'] * 1e3:.3f} ms (median), {r['optimizer_steps']} optimizer steps")
+                  f"step {step * 1e3:.3f} ms (median), {r['optimizer_steps']} optimizer steps")
 
 
 def _widths(text: str) -> list[int]:

@@ -12,7 +12,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from ...tool.runs import read
 
 SCRIPT = Path(__file__).with_name("posted_script.py")
 EPOCHS = "the epochs (train + validate)"
@@ -60,32 +63,70 @@ def _stamps(folder: Path, devices: int, wait_s: float = 30.0) -> list[dict]:
     return sorted((json.loads(p.read_text()) for p in folder.glob("rank*.json")), key=lambda r: r["rank"])
 
 
+@dataclass(frozen=True)
+class Stamps:
+    """One rank's stamps (`posted_script --stamps`, `time.time()`): its script's first line, imports done,
+    data to Trainer built, first epoch's start and last epoch's end; its process, parent, command line and
+    the child processes it had at its first epoch; None where it wrote none."""
+    rank: int
+    pid: int | None = None
+    ppid: int | None = None
+    argv: list | None = None
+    first_line: float | None = None
+    imported: float | None = None
+    built: float | None = None
+    train_start: float | None = None
+    train_end: float | None = None
+    children: list | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch of `run_script` (a run of a `case2-launch` record): its setup, the wall clock at the call
+    and at rank 0's exit, every rank's `Stamps`; in a record its round, epochs and the load around it."""
+    setup: str
+    t_call: float
+    t_exit: float
+    wall: float
+    ranks: list[Stamps]
+    epochs: int = 1
+    round: int | None = None
+    load_before: float | None = None
+    load_after: float | None = None
+
+    @classmethod
+    def of(cls, run: dict) -> Launch:
+        return read(cls, run, ranks=lambda ranks: [read(Stamps, r) for r in ranks])
+
+
 def parts(run: dict) -> dict:
     """Rank 0's wall time (the user's process) taken apart, in seconds: starting Python and importing,
     building the data, model, logger and Trainer, the fit's set-up up to the first epoch (on several
     devices: starting the other ranks, which re-run the whole script, and the rendezvous), the epochs,
     and the end (teardown, exit). Defined in notebook 04_case2_lightning."""
-    r0 = run["ranks"][0]
-    return {STARTUP: r0["imported"] - run["t_call"],
-            BUILD: r0["built"] - r0["imported"],
-            SETUP: r0["train_start"] - r0["built"],
-            EPOCHS: r0["train_end"] - r0["train_start"],
-            "end of fit, exit": run["t_exit"] - r0["train_end"]}
+    launch = Launch.of(run)
+    r0 = launch.ranks[0]
+    return {STARTUP: r0.imported - launch.t_call,
+            BUILD: r0.built - r0.imported,
+            SETUP: r0.train_start - r0.built,
+            EPOCHS: r0.train_end - r0.train_start,
+            "end of fit, exit": launch.t_exit - r0.train_end}
 
 
 def launch_s(run: dict) -> float:
     """The launch apart from the fit: rank 0's wall time less its epochs (s). Defined in notebook 04_case2_lightning."""
-    return run["wall"] - parts(run)[EPOCHS]
+    return Launch.of(run).wall - parts(run)[EPOCHS]
 
 
 def other_ranks(run: dict) -> list[dict]:
     """Ranks 1..N-1 as rank 0 saw them: whether rank 0 started it, whether it ran the same script with
     the same arguments, when its script's first line ran after rank 0 called `fit` (s), and how long it
     took from there to its first epoch. Defined in notebook 04_case2_lightning."""
-    r0 = run["ranks"][0]
-    return [{"rank": r["rank"], "child_of_rank0": r["ppid"] == r0["pid"], "same_command": r["argv"] == r0["argv"],
-             "script_began_after_fit_call": r["first_line"] - r0["built"],
-             "to_first_epoch": r["train_start"] - r["first_line"]} for r in run["ranks"][1:]]
+    ranks = Launch.of(run).ranks
+    r0 = ranks[0]
+    return [{"rank": r.rank, "child_of_rank0": r.ppid == r0.pid, "same_command": r.argv == r0.argv,
+             "script_began_after_fit_call": r.first_line - r0.built,
+             "to_first_epoch": r.train_start - r.first_line} for r in ranks[1:]]
 
 
 COLORS = ("#bbbbbb", "#8172b2", "#ffbf00", "#4c72b0", "#c44e52")

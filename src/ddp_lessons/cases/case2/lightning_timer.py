@@ -52,38 +52,45 @@ class StepTimerCallback(pl.Callback):
     def __init__(self, device="cpu", hook=None, state=None):
         self.timer = LightningStepTimer(device, hook=hook, state=state)
         self.epochs = []
-        self._t = {}
+        # host clock (perf_counter) at the fit's start, this epoch's start, the first epoch's start and this
+        # validation's start; the validation's seconds in this epoch so far
+        self._fit_start: float | None = None
+        self._train: float | None = None
+        self._first_epoch: float | None = None
+        self._val: float | None = None
+        self._val_s = 0.0
         self._last_end = None
 
     # -- run and epochs: host clock (whole passes; Lightning syncs at their ends)
     def on_fit_start(self, trainer, pl_module):
-        self._t["fit_start"] = time.perf_counter()
+        self._fit_start = time.perf_counter()
 
     def on_train_epoch_start(self, trainer, pl_module):
         self.timer.begin_epoch()
-        self._t["train"] = time.perf_counter()
+        self._train = time.perf_counter()
         self._last_end = None  # the first batch's wait includes starting the loader
-        self._t.setdefault("first_epoch", self._t["train"])
+        if self._first_epoch is None:
+            self._first_epoch = self._train
 
     def on_train_epoch_end(self, trainer, pl_module):
         now = time.perf_counter()
-        val = self._t.pop("val_s", 0.0)
-        self.epochs.append({"epoch": trainer.current_epoch, "train": now - self._t["train"] - val,
+        val, self._val_s = self._val_s, 0.0
+        self.epochs.append({"epoch": trainer.current_epoch, "train": now - self._train - val,
                             "validation": val})
 
     def on_validation_start(self, trainer, pl_module):
-        self._t["val"] = time.perf_counter()
+        self._val = time.perf_counter()
 
     def on_validation_end(self, trainer, pl_module):
         if trainer.sanity_checking:
             return
         # Validation runs inside the training epoch, before on_train_epoch_end.
-        self._t["val_s"] = self._t.get("val_s", 0.0) + time.perf_counter() - self._t["val"]
+        self._val_s += time.perf_counter() - self._val
 
     # -- micro-steps: the timer's clock (CUDA events on GPUs)
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         now = time.perf_counter()
-        gap = now - (self._last_end if self._last_end is not None else self._t["train"])
+        gap = now - (self._last_end if self._last_end is not None else self._train)
         self.timer.begin_step(gap)
         self.timer.phase_begins("forward")
 
@@ -106,7 +113,8 @@ class StepTimerCallback(pl.Callback):
         """StepTimer's per-step dict plus `epochs` and `startup` (fit to first epoch, s)."""
         out = self.timer.result()
         out["epochs"] = self.epochs
-        out["startup"] = self._t.get("first_epoch", 0.0) - self._t.get("fit_start", 0.0)
+        out["startup"] = ((0.0 if self._first_epoch is None else self._first_epoch)
+                          - (0.0 if self._fit_start is None else self._fit_start))
         return out
 
 

@@ -66,8 +66,8 @@ def logging_rounds(opts, accelerator: str = "cpu", rounds: int = 7) -> dict:
         got = fit_here(opts.replace(log_every_step=kw["log_every_step"]), accelerator=accelerator,
                        flush_every=kw["flush_every"])
         rank = Rank(got)
-        return {"training_step": min(s["forward"] for s in rank.steps(skip=2)),
-                "step": rank.median_step()["step_time"], "flushes": got["log_rows"], "flush_s": got["flush_s"],
+        return {"training_step": min(s.forward for s in rank.steps(skip=2)),
+                "step": rank.median("step_time"), "flushes": got["log_rows"], "flush_s": got["flush_s"],
                 "steps": len(rank.steps())}
     return interleaved({name: (lambda n=name: one(n)) for name in LOGGING}, rounds)
 

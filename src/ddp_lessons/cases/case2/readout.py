@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+from dataclasses import dataclass
 
 from ...tool import allreduce, records
-from ...tool.runs import Rank
-from .launch_cost import EPOCHS, launch_s, parts
+from ...tool.runs import Rank, Record, read
+from .launch_cost import EPOCHS, Launch, launch_s, parts
+from .options import Options
 
 POST_EPOCHS = 200  # the post's max_epochs
 
@@ -28,8 +30,8 @@ def record(name: str) -> dict:
 def multi_gpu_records(min_gpus: int = 2) -> list[str]:
     """Names of the case-2 records (kind 'case2...') made on a machine with `min_gpus` GPUs or more.
     Defined in notebook 06_case2_breakeven."""
-    return [n for n in records.list_records() if (r := records.load(n))["kind"].startswith("case2")
-            and len(r["machine"].get("gpus") or []) >= min_gpus]
+    return [n for n in records.list_records() if (r := Record(records.load(n), n)).kind.startswith("case2")
+            and len(r.machine.get("gpus") or []) >= min_gpus]
 
 
 def record_line(rec: dict) -> str:
@@ -40,7 +42,8 @@ def record_line(rec: dict) -> str:
 
 def runs_of(rec: dict, setup: str) -> list[dict]:
     """The launches of `setup` in a `case2-launch` record, in round order. Defined in notebook 04_case2_lightning."""
-    return sorted((r for r in rec["results"]["runs"] if r["setup"] == setup), key=lambda r: r["round"])
+    runs = [r for r in rec["results"]["runs"] if Launch.of(r).setup == setup]
+    return sorted(runs, key=lambda r: Launch.of(r).round)
 
 
 def launch_rounds(rec: dict, setup: str) -> list[float]:
@@ -65,7 +68,7 @@ def launch_parts(rec: dict, setup: str) -> dict:
 def load_range(rec: dict) -> tuple[float, float]:
     """The lowest and highest 1-minute load seen before and after the record's launches.
     Defined in notebook 04_case2_lightning."""
-    loads = [x for r in rec["results"]["runs"] for x in (r["load_before"], r["load_after"])]
+    loads = [x for r in map(Launch.of, rec["results"]["runs"]) for x in (r.load_before, r.load_after)]
     return min(loads), max(loads)
 
 
@@ -73,15 +76,27 @@ def mpi_singletons(rec: dict, setup: str) -> tuple[int, int]:
     """(ranks that started an OpenMPI singleton, ranks) over the launches of `setup` in a `case2-launch`
     record: where mpi4py is installed, Lightning's MPI check initialises MPI when the Trainer is built,
     and each rank then runs an `orted --hnp ... --singleton-died-pipe` child. Defined in notebook 04_case2_lightning."""
-    ranks = [r for run in runs_of(rec, setup) for r in run["ranks"]]
-    return sum(any("--singleton-died-pipe" in c for c in r.get("children") or []) for r in ranks), len(ranks)
+    ranks = [r for run in runs_of(rec, setup) for r in Launch.of(run).ranks]
+    return sum(any("--singleton-died-pipe" in c for c in r.children or []) for r in ranks), len(ranks)
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One epoch of a rank's Lightning timer (`StepTimerCallback`): its training and validation passes (s)."""
+    train: float
+    validation: float
+
+
+def timer_epochs(result) -> list[Epoch]:
+    """The epochs of one rank's Lightning timer (`fit_here`'s or `fit_worker`'s result, or its `Rank`)."""
+    rank = result if isinstance(result, Rank) else Rank(result)
+    return [read(Epoch, e) for e in rank.timer["epochs"]]
 
 
 def epoch_seconds(result) -> list[float]:
     """Each epoch's length (training pass + validation pass, s) of one rank's Lightning timer, leaving
     out the first (it starts the loaders and warms up). Defined in notebook 05_case2_where_time_goes."""
-    timer = Rank(result).timer
-    return [e["train"] + e["validation"] for e in timer["epochs"][1:]]
+    return [e.train + e.validation for e in timer_epochs(result)[1:]]
 
 
 def payback(extra_launch_s: float, one_epoch_s: float, n_epoch_s: float, epochs: int = POST_EPOCHS) -> dict:
@@ -118,6 +133,25 @@ def ratio_line(a, b, label: str) -> str:
 KEYS = {"step": "median micro-step", "training_step": "median training_step", "wall": "fit time"}
 
 
+@dataclass(frozen=True)
+class Round:
+    """One round of a variant: a row of a pairs record's `runs` (its `name`, whether it ran, `ok`, the
+    `summary` of its steps after warm-up, its median `parts` and fit time, `wall`, s) or of a lever's
+    `rounds` in a levers record (its `median` step, s)."""
+    round: int
+    name: str | None = None
+    ok: bool | None = None
+    median: float | None = None
+    summary: dict | None = None
+    parts: dict | None = None
+    wall: float | None = None
+
+    @property
+    def step(self) -> float:
+        """Its median step after warm-up (s): the lever round's own, else its summary's."""
+        return self.median if self.median is not None else self.summary["median"]
+
+
 def per_round(rec: dict, name: str, key: str) -> list[float | None]:
     """Variant `name`'s value in each round of a pairs record, in round order (None: a failed run).
     `key`: 'step' (its median micro-step after warm-up), 'training_step' (median of the forward phase:
@@ -125,15 +159,15 @@ def per_round(rec: dict, name: str, key: str) -> list[float | None]:
     Defined in notebook 05_case2_where_time_goes."""
     if key not in KEYS:
         raise ValueError(f"key={key!r}: use one of {sorted(KEYS)}")
-    runs = [r for r in rec["results"]["runs"] if r["name"] == name]
+    rows = [read(Round, r) for r in rec["results"]["runs"]]
+    runs = [r for r in rows if r.name == name]
     if not runs:
-        names = sorted({r["name"] for r in rec["results"]["runs"]})
+        names = sorted({r.name for r in rows})
         raise ValueError(f"no variant {name!r} in this record: it has {names}")
-    out = [None] * (1 + max(r["round"] for r in runs))
+    out = [None] * (1 + max(r.round for r in runs))
     for r in runs:
-        if r.get("ok"):
-            out[r["round"]] = (r["summary"]["median"] if key == "step" else
-                               r["parts"]["forward"] if key == "training_step" else r["wall"])
+        if r.ok:
+            out[r.round] = r.step if key == "step" else r.parts["forward"] if key == "training_step" else r.wall
     return out
 
 
@@ -142,10 +176,10 @@ def recorded_medians(rec: dict, name: str) -> list:
     (`levers[name]['rounds']`), or in their results; None for a missed round. Defined in notebook 04_case2_lightning."""
     results = rec.get("results", rec)
     if "levers" in results:
-        rows = results["levers"].get(name, {}).get("rounds", [])
+        rows = [read(Round, r) for r in results["levers"].get(name, {}).get("rounds", [])]
     else:
-        rows = [r for r in results["runs"] if r["name"] == name and r["ok"]]
-    got = {r["round"]: (r["median"] if "median" in r else r["summary"]["median"]) for r in rows}
+        rows = [r for r in (read(Round, x) for x in results["runs"]) if r.name == name and r.ok]
+    got = {r.round: r.step for r in rows}
     return [got.get(i) for i in range(results["rounds_done"])]
 
 
@@ -220,16 +254,16 @@ def epoch_split(n: int = 3, parts_record: str = "case2-h200-posted", whole: str 
     work from `levers`; the all-reduce on an assumed link (`busbw`, `latency`: the slowest row of notebook
     06's table). Defined in notebook 04_case2_lightning."""
     run = runs_of(record(whole), "gpu:1:auto")[0]
-    one_epoch = parts(run)[EPOCHS] / run["epochs"]
-    rec = record(parts_record)
-    opts, result = rec["config"]["options"], rec["results"]["lightning"][0]
-    per_epoch = math.ceil(opts["size"] / opts["batch_size"])
-    steps = [s["step_time"] for s in Rank(result).steps()]
+    one_epoch = parts(run)[EPOCHS] / Launch.of(run).epochs
+    rec = Record(record(parts_record), parts_record)
+    opts, rank = Options(**rec.config["options"]), Rank(rec.results["lightning"][0])
+    per_epoch = math.ceil(opts.size / opts.batch_size)
+    steps = [s.step_time for s in rank.steps()]
     train = [sum(steps[i:i + per_epoch]) for i in range(per_epoch, len(steps), per_epoch)]
-    validation = [e["validation"] for e in Rank(result).timer["epochs"][1:]]
-    per_rank, syncs = expected_syncs(math.ceil(opts["size"] / n), opts["batch_size"], opts["accumulate"])
+    validation = [e.validation for e in timer_epochs(rank)[1:]]
+    per_rank, syncs = expected_syncs(math.ceil(opts.size / n), opts.batch_size, opts.accumulate)
     lev = record(levers)
     ddp, eager = (statistics.median(m for m in recorded_medians(lev, k) if m is not None) for k in ("ddp", "fixed"))
     return EpochSplit(one_epoch=one_epoch, train=tuple(train), validation=tuple(validation),
                       batches=(per_epoch, per_rank), ddp_step=ddp - eager,
-                      allreduce=allreduce.estimate(result["grad_bytes"], busbw, latency, n), syncs=syncs, n=n)
+                      allreduce=allreduce.estimate(rank["grad_bytes"], busbw, latency, n), syncs=syncs, n=n)

@@ -6,11 +6,12 @@ recorded cost of timing; and where a record comes from. Defined in notebook 00_f
 from __future__ import annotations
 
 import statistics
-
+from dataclasses import dataclass
+from typing import Any
 
 from ...course import replay
 from ...course.timer_validation.check import validation_summary
-from ...tool.runs import Run
+from ...tool.runs import Run, Step, read
 from . import train
 
 # Each size's best of 150 interleaved rounds on 2 shared cores gave 64 KiB / 4 KiB 0.69 to 1.40 and
@@ -23,6 +24,53 @@ from . import train
 # algorithm by size, the loopback's TCP buffers are each candidates); the notebook prints it as a reading.
 NOISE = 0.75
 RESOLUTION = 50e-6   # two host clocks, a Python hook and a callback: tens of microseconds apart at best
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    """What `workers.interleaved` returned on one rank: the `sizes` (bytes), and per size its seconds per round."""
+    sizes: list
+    times: list
+
+
+@dataclass(frozen=True)
+class DdpTimes:
+    """DDP's own logging of one step (`timing.ddp_logging_times`, s): its exposed all-reduce, its comm time
+    and the part of it overlapped with the backward's compute (None where the logging has none)."""
+    exposed: float
+    backward_comm_time: float | None = None
+    backward_compute_comm_overlap_time: float | None = None
+
+
+@dataclass(frozen=True)
+class Compare:
+    """A doctor-cost arm's paired comparison: the command alone's median step (s), its rounds, its verdict."""
+    a_median: float
+    rounds: int
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a doctor-cost record's workload: its `Compare`, the doctor's median cost and its range over
+    rounds, and the doctor's own report of its cost."""
+    compare: Compare
+    median_cost: float
+    cost_range: list
+    self_reported: Any
+
+
+@dataclass(frozen=True)
+class CostRun:
+    """A timer-cost record's run (`results.runs.cost`): its ranks (rank 0's `rounds`: mode -> its numbers,
+    per round) and the per-call costs (`micro`, microseconds)."""
+    ranks: list
+    micro: dict
+    rounds = property(lambda self: self.ranks[0]["rounds"])
+
+    @classmethod
+    def of(cls, rec: dict) -> CostRun:
+        return read(cls, rec["results"]["runs"]["cost"])
 
 
 def best_of(rows: list[dict]) -> list[dict]:
@@ -46,8 +94,9 @@ def ratios(ranks: list[dict]) -> dict:
     when its slowest rank is), then "small", 64 KiB over 4 KiB (16x the bytes: the model allows 1x to 16x,
     latency-bound under 4x) and "large", the largest over a quarter of it (4x the bytes: the model allows
     1x to 4x, bandwidth-bound over 2x). Defined in notebook 00_first_launch."""
-    sizes = ranks[0]["sizes"]
-    best = {s: min(max(r["times"][i][k] for r in ranks) for k in range(len(ranks[0]["times"][i])))
+    every = [read(Interleaved, r) for r in ranks]
+    sizes = every[0].sizes
+    best = {s: min(max(r.times[i][k] for r in every) for k in range(len(every[0].times[i])))
             for i, s in enumerate(sizes)}
     return {"small": best[sizes[1]] / best[sizes[0]], "large": best[sizes[3]] / best[sizes[2]],
             "sizes": sizes, "best": best}
@@ -72,9 +121,9 @@ def clocks(run: Run, rel: float = 0.25, resolution: float = RESOLUTION) -> dict:
     "tail" (DDP's comm end after the timer's last bucket done: the training thread waking from its wait),
     medians; None otherwise. Defined in notebook 00_first_launch."""
     rank = run[0]
-    theirs = rank["ddp_logging"][2:]  # entry i: step i; the last step has none
+    theirs = [read(DdpTimes, d) for d in rank["ddp_logging"][2:]]  # entry i: step i; the last step has none
     ours = rank.steps(skip=2)[:len(theirs)]
-    pairs = [(s["exposed"], d["exposed"]) for s, d in zip(ours, theirs, strict=True)]
+    pairs = [(s.exposed, d.exposed) for s, d in zip(ours, theirs, strict=True)]
     off = [abs(a - b) for a, b in pairs if abs(a - b) > rel * b + resolution]
     parts = [_ends(s, d) for s, d in zip(ours, theirs, strict=True)]
     parts = [p for p in parts if p is not None]
@@ -87,18 +136,18 @@ def clocks(run: Run, rel: float = 0.25, resolution: float = RESOLUTION) -> dict:
             "tail": statistics.median(t for _, t in parts) if parts else None}
 
 
-def _ends(step: dict, ddp: dict) -> tuple[float, float] | None:
+def _ends(step: Step, ddp: DdpTimes) -> tuple[float, float] | None:
     """(head, tail) of one step: where DDP's compute end and comm end fall after the timer's last
     hand-over and last bucket done. DDP starts its comm clock as it hands the first bucket to the hook,
     where the timer marks that bucket's `start`: on one axis, DDP's compute end is start + overlap and its
     comm end start + comm time (reducer.cpp). head - tail = timer's exposed - DDP's, exactly."""
-    b = step.get("buckets")
-    if not b or "backward_comm_time" not in ddp or "backward_compute_comm_overlap_time" not in ddp:
+    b = step.buckets
+    if not b or ddp.backward_comm_time is None or ddp.backward_compute_comm_overlap_time is None:
         return None
-    first = min(x["start"] for x in b)
-    sent, done = max(x.get("sent", x["start"]) for x in b), max(x["end"] for x in b)
-    return (first + ddp["backward_compute_comm_overlap_time"] - sent,
-            first + ddp["backward_comm_time"] - done)
+    first = min(x.start for x in b)
+    sent, done = max(x.handed for x in b), max(x.end for x in b)
+    return (first + ddp.backward_compute_comm_overlap_time - sent,
+            first + ddp.backward_comm_time - done)
 
 
 def moved(base: Run, slow: Run, keys=("step_time", "exposed", "backward_compute", "forward")) -> dict:
@@ -111,8 +160,7 @@ def moved(base: Run, slow: Run, keys=("step_time", "exposed", "backward_compute"
 def cost_rounds(rec: dict) -> dict:
     """From a timer-cost record (benchmarks/timer_validation.py): mode -> its cost against DDP alone
     (`builtin`): "per_round" (in round order), "median", "lo", "hi". Defined in notebook 00_first_launch."""
-    rows = [{m: v.get("s_per_step") for m, v in r.items()}
-            for r in rec["results"]["runs"]["cost"]["ranks"][0]["rounds"]]
+    rows = [{m: v.get("s_per_step") for m, v in r.items()} for r in CostRun.of(rec).rounds]
     out = {}
     for m in (m for m in rows[0] if m != "builtin"):
         per = [r[m] / r["builtin"] - 1 for r in rows]
@@ -144,20 +192,20 @@ def doctor_cost(rec: dict) -> list[dict]:
     Defined in notebook 00_first_launch."""
     out = []
     for config, c in rec["results"]["configs"].items():
-        for arm, a in c["arms"].items():
-            cmp_ = a["compare"]
-            out.append({"config": config, "arm": arm, "step_ms": cmp_["a_median"] * 1e3,
-                        "median": a["median_cost"], "lo": a["cost_range"][0], "hi": a["cost_range"][1],
-                        "rounds": cmp_["rounds"], "verdict": cmp_["verdict"], "self": a["self_reported"]})
+        for name, a in c["arms"].items():
+            arm = read(Arm, a, compare=lambda x: read(Compare, x))
+            out.append({"config": config, "arm": name, "step_ms": arm.compare.a_median * 1e3,
+                        "median": arm.median_cost, "lo": arm.cost_range[0], "hi": arm.cost_range[1],
+                        "rounds": arm.compare.rounds, "verdict": arm.compare.verdict, "self": arm.self_reported})
     return out
 
 
 def per_call(rec: dict) -> dict:
     """A timer-cost record's per-call costs (microseconds) and its median step (`step_us`).
     Defined in notebook 00_first_launch."""
-    run = rec["results"]["runs"]["cost"]
-    steps = sorted(r["builtin"]["s_per_step"] for r in run["ranks"][0]["rounds"])
-    return dict(run["micro"], step_us=steps[len(steps) // 2] * 1e6)
+    run = CostRun.of(rec)
+    steps = sorted(r["builtin"]["s_per_step"] for r in run.rounds)
+    return dict(run.micro, step_us=steps[len(steps) // 2] * 1e6)
 
 
 def fr_kernels(rec: dict) -> dict:

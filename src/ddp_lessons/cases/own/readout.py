@@ -7,25 +7,59 @@ Defined in notebook 07_diagnose_your_own_run.
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass, field
 
-from ...tool.runs import Rank, Record, Run
+from ...tool.runs import Rank, Record, Run, read
 
 CAUSES = ("duplicated evaluation", "data wait", "per-step logging", "exposed all-reduce")
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One epoch of one rank as `train` returns it (seconds): its steps, the first of them in the timer,
+    training, evaluation and the test samples the evaluation counted."""
+    steps: int
+    first_step: int
+    train_s: float
+    eval_s: float
+    eval_samples: int | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one rank of `train` returned beside its timer, read once: its world size, wall (s) and
+    `epochs` (`Epoch`s)."""
+    world_size: int
+    wall_s: float
+    epochs: list[Epoch] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, rank: Rank) -> Result:
+        return read(cls, rank.value, epochs=lambda epochs: [read(Epoch, e) for e in epochs])
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What `train.rounds` returned on one rank: setup -> its `train` result per round (`runs`), and the
+    order they ran in."""
+    runs: dict
+    order: list
 
 
 def record(raw: list, name: str = "measured here") -> Record:
     """What `launch(train.rounds, ...)` returned (one value per rank) as a `Record`: `.setups`,
     `.rounds(setup)` (one `Run` per round, of the ranks that ran it). Defined in notebook 07_diagnose_your_own_run."""
-    setups = raw[0]["runs"]   # rank 0 takes part in every setup
-    runs = {s: [[rank["runs"][s][i] for rank in raw if len(rank["runs"][s]) > i] for i in range(len(setups[s]))]
+    ranks = [read(Rounds, r) for r in raw]
+    setups = ranks[0].runs   # rank 0 takes part in every setup
+    runs = {s: [[rank.runs[s][i] for rank in ranks if len(rank.runs[s]) > i] for i in range(len(setups[s]))]
             for s in setups}
-    return Record({"kind": "own-rounds", "results": {"runs": runs, "order": raw[0]["order"]}}, name)
+    return Record({"kind": "own-rounds", "results": {"runs": runs, "order": ranks[0].order}}, name)
 
 
 def run_time(run: Run) -> float:
     """A run's time: its slowest rank's wall (the others wait for it at the end).
     Defined in notebook 07_diagnose_your_own_run."""
-    return max(rank["wall_s"] for rank in run)
+    return max(Result.of(rank).wall_s for rank in run)
 
 
 def times(rec: Record) -> dict:
@@ -35,17 +69,17 @@ def times(rec: Record) -> dict:
 
 def evaluation(rank: Rank) -> float:
     """Seconds this rank spent evaluating, summed over the epochs. Defined in notebook 07_diagnose_your_own_run."""
-    return sum(e["eval_s"] for e in rank["epochs"])
+    return sum(e.eval_s for e in Result.of(rank).epochs)
 
 
 def eval_samples(rank: Rank) -> int:
     """Test samples this rank evaluated in its first epoch. Defined in notebook 07_diagnose_your_own_run."""
-    return rank["epochs"][0]["eval_samples"]
+    return Result.of(rank).epochs[0].eval_samples
 
 
 def eval_share(rank: Rank) -> float:
     """Evaluation's share of this rank's training + evaluation time. Defined in notebook 07_diagnose_your_own_run."""
-    ev, tr = evaluation(rank), sum(e["train_s"] for e in rank["epochs"])
+    ev, tr = evaluation(rank), sum(e.train_s for e in Result.of(rank).epochs)
     return ev / (ev + tr) if ev + tr else 0.0
 
 
@@ -57,7 +91,7 @@ def costs(run: Run, duplicated: bool = True) -> list[dict]:
     out = []
     for rank in run:
         steps = rank.steps()
-        dup = evaluation(rank) * (1 - 1 / rank["world_size"]) if duplicated else 0.0
+        dup = evaluation(rank) * (1 - 1 / Result.of(rank).world_size) if duplicated else 0.0
         out.append(dict(zip(CAUSES, (dup, sum(s.get("data", 0.0) for s in steps),
                                      sum(s.get("log", 0.0) for s in steps),
                                      sum(s.get("exposed") or 0.0 for s in steps)), strict=True)))
@@ -130,6 +164,7 @@ def with_passes(run: Run) -> Run:
     for rank in run:
         timer = dict(rank.timer)
         if not timer.get("pass_starts"):
-            timer.update(pass_starts=[e["first_step"] for e in rank["epochs"]], data_passes=len(rank["epochs"]))
+            epochs = Result.of(rank).epochs
+            timer.update(pass_starts=[e.first_step for e in epochs], data_passes=len(epochs))
         values.append(dict(rank.value, timer=timer))
     return Run(values, run.name, run.record, run.setup, run.round, run.trace)

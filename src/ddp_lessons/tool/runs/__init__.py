@@ -8,11 +8,13 @@ and rounds. `diagnose`, `compare`, `whatif` and the plots take a `Run` (or anyth
 the JSON after it. Defined in notebook 00_first_launch.
 
 step (`Step`, `Bucket`: one timed step and its gradient buckets) ; rank (`Rank`: one rank's result,
-`timer_of`) ; run (`Run`: every rank of one run, the waits across them; `Record`: a saved record's runs).
+`timer_of`) ; run (`Run`: every rank of one run, the waits across them; `Record`: a saved record's runs) ;
+wire (`read`: a dataclass read once from a worker's own keys or a record's row).
 """
 
 from .rank import KEY, NOT_DURATIONS, WARMUP, Rank, timer_of
 from .run import Record, Run
 from .step import Bucket, Step
+from .wire import read
 
-__all__ = ["Run", "Rank", "Record", "Step", "Bucket", "timer_of", "KEY", "NOT_DURATIONS", "WARMUP"]
+__all__ = ["Run", "Rank", "Record", "Step", "Bucket", "timer_of", "KEY", "NOT_DURATIONS", "WARMUP", "read"]

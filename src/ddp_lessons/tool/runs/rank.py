@@ -105,6 +105,11 @@ class Rank:
                              if k not in NOT_DURATIONS and isinstance(v, (int, float)) and not isinstance(v, bool))
         return {k: statistics.median(v for s in steps if isinstance(v := s.wire.get(k), (int, float))) for k in keys}
 
+    def median(self, name: str, skip: int = WARMUP) -> float:
+        """One number of `median_step(skip)`: the median of the per-step number `name` (KeyError where no
+        step has it)."""
+        return self.median_step(skip)[name]
+
     def knows_optimizer_steps(self) -> bool:
         """Whether the timer saw torch's optimizer steps (timers from before it did: every step is one)."""
         return any(s.optimizer_steps is not None for s in self._steps)

@@ -82,15 +82,18 @@ class Run:
 
 class Record:
     """A saved record read as runs: its setups (where it holds several) and each one's rounds.
-    `Record.load(name)`; `.setups`; `.rounds(setup)` (a list of `Run`); `.run(setup, round)`.
+    `Record.load(name)`; `.setups`; `.rounds(setup)` (a list of `Run`); `.run(setup, round)`; its `kind`,
+    `machine`, `config` and `results` as saved.
     Defined in notebook 07_diagnose_your_own_run."""
 
     def __init__(self, raw: dict, name: str, trace=None):
         self.raw, self.name, self.trace = raw, name, trace
         self._found = _find_runs(raw.get("results"))
 
+    kind = property(lambda self: self.raw.get("kind"))
     machine = property(lambda self: self.raw.get("machine"))
     config = property(lambda self: self.raw.get("config"))
+    results = property(lambda self: self.raw.get("results"))
     setups = property(lambda self: list(self._found))
 
     @classmethod

@@ -1,7 +1,8 @@
 """Per-step timing on every rank (notebook 00_first_launch introduces it).
 
 timer (StepTimer: the clocks, the all-reduce, the result) ; steps (the step bookkeeping: phases,
-outside work, data waits, micro-steps and optimizer steps) ; marks (a phase's and outside work's
+outside work, data waits, micro-steps and optimizer steps) ; events (its public event methods, for code
+that sees a loop from outside it) ; marks (a phase's and outside work's
 context managers, a step's numbers) ; context (what torch's hooks tell the timer: optimizer steps,
 forwards that all-reduce, the loader and model) ; compute_end (a backward's compute end, marked from an
 autograd callback: mode "light"'s split of the backward) ; account (where all of a rank's time went) ; sync

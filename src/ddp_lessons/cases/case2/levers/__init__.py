@@ -6,8 +6,8 @@ saved as one run record).
 """
 
 from . import rounds
-from .catalog import (CUDA_ONLY, LEVERS, TIMING, Skipped, default_config, make_batches, make_step, medians,
+from .catalog import (CUDA_ONLY, LEVERS, TIMING, Shapes, Skipped, default_config, make_batches, make_step, medians,
                     one_rank_group, time_steps)
 
-__all__ = ["rounds", "CUDA_ONLY", "LEVERS", "TIMING", "Skipped", "default_config", "make_batches", "make_step",
-           "medians", "one_rank_group", "time_steps"]
+__all__ = ["rounds", "CUDA_ONLY", "LEVERS", "TIMING", "Shapes", "Skipped", "default_config", "make_batches",
+           "make_step", "medians", "one_rank_group", "time_steps"]

@@ -13,6 +13,7 @@ import itertools
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 
 import torch
 from torch.nn import functional as F
@@ -40,6 +41,16 @@ TIMING = ("CUDA events recorded before every step and after the last (one synchr
           "wall_per_step: synchronize + perf_counter around the round's steps / steps")
 
 
+@dataclass(frozen=True)
+class Shapes:
+    """What every lever trains (a record's "config"): the MLP's width and depth, the batch, Adam's lr, the seed."""
+    width: int
+    depth: int
+    batch: int
+    lr: float
+    seed: int
+
+
 class Skipped(RuntimeError):
     """A lever this device cannot run (recorded with its reason, not as an error)."""
 
@@ -49,14 +60,14 @@ def _loss(pred, y, posted: bool):
     return F.mse_loss(pred if posted else pred.squeeze(-1), y)
 
 
-def make_batches(cfg: dict, dev: torch.device, n: int = 8) -> list:
-    g, b = torch.Generator().manual_seed(cfg["seed"]), cfg["batch"]
+def make_batches(cfg: Shapes, dev: torch.device, n: int = 8) -> list:
+    g, b = torch.Generator().manual_seed(cfg.seed), cfg.batch
     return [(torch.randn(b, 1, D_IN, generator=g).to(dev), torch.randn(b, 1, generator=g).to(dev)) for _ in range(n)]
 
 
-def _model(cfg: dict, dev: torch.device):
-    torch.manual_seed(cfg["seed"])
-    return mlp(cfg["width"], cfg["depth"]).to(dev)
+def _model(cfg: Shapes, dev: torch.device):
+    torch.manual_seed(cfg.seed)
+    return mlp(cfg.width, cfg.depth).to(dev)
 
 
 def _eager(model, opt, batches, posted=False):
@@ -70,12 +81,12 @@ def _eager(model, opt, batches, posted=False):
     return step
 
 
-def _graphed(cfg: dict, dev: torch.device, batches):
+def _graphed(cfg: Shapes, dev: torch.device, batches):
     """PyTorch's whole-network capture: static input and target, warm-up on a
     side stream, capture with the gradients set to None (backward then writes,
     not adds, them on every replay), replay after copying the next batch in."""
     model = _model(cfg, dev)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], capturable=True)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, capturable=True)
     sx, sy = batches[0][0].clone(), batches[0][1].clone()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -101,7 +112,7 @@ def _graphed(cfg: dict, dev: torch.device, batches):
     return step
 
 
-def make_step(name: str, cfg: dict, dev: torch.device, batches):
+def make_step(name: str, cfg: Shapes, dev: torch.device, batches):
     """The step closure of lever `name` (a key of LEVERS), built and ready to time."""
     if name in CUDA_ONLY and dev.type != "cuda":
         raise Skipped(CUDA_ONLY[name])
@@ -112,7 +123,7 @@ def make_step(name: str, cfg: dict, dev: torch.device, batches):
         model = torch.compile(model, mode="reduce-overhead")
     elif name == "ddp":
         model = wrap_ddp(model, dev)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], fused=True if name == "fused" else None)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, fused=True if name == "fused" else None)
     return _eager(model, opt, batches, posted=name == "posted")
 
 
@@ -177,7 +188,7 @@ def time_steps(step, steps: int, warmup: int, dev: torch.device) -> dict:
 
 
 def default_config() -> dict:
-    """The posted shapes (`Options.posted()`): width, depth, batch, lr, seed."""
+    """The posted shapes (`Options.posted()`), as a record's config: width, depth, batch, lr, seed (`Shapes`)."""
     from ..options import Options
     o = Options.posted()
     return {"width": o.width, "depth": o.depth, "batch": o.batch_size, "lr": o.lr, "seed": o.seed}

@@ -14,10 +14,11 @@ import warnings
 import torch
 
 from ....tool import spread
+from ....tool.runs import read
 from . import catalog
 
 
-def _setup(names, cfg: dict, dev: torch.device, batches, res: dict, deadline: float) -> dict:
+def _setup(names, cfg: catalog.Shapes, dev: torch.device, batches, res: dict, deadline: float) -> dict:
     """Build and warm up each lever in its own try/except: one that fails (a compile
     without a compiler, a capture error) is recorded, and the others still run."""
     steps = {}
@@ -87,7 +88,8 @@ def run_levers(names=tuple(catalog.LEVERS), cfg: dict | None = None, rounds: int
     group = catalog.one_rank_group(dev) if "ddp" in names else contextlib.nullcontext()
     with warnings.catch_warnings(), group:
         warnings.filterwarnings("ignore", message="Using a target size")  # the posted broadcast, on purpose
-        made = _setup(names, cfg, dev, catalog.make_batches(cfg, dev), res, deadline)
+        shapes = read(catalog.Shapes, cfg)
+        made = _setup(names, shapes, dev, catalog.make_batches(shapes, dev), res, deadline)
         _rounds(made, res, rounds, steps, warmup, dev, deadline, save)
     return res
 
