@@ -216,20 +216,6 @@ widgets.interact(show, width=widgets.IntSlider(256, 64, 32768, 64), n=(2, 8), bu
 show(256, 3, 100, 30, 1.0, False)
 
 # %% [markdown]
-# ## Summary
-# - Check a break-even model against a measured pair, and name what it lacks: two models, two errors here.
-# - Case 2's step is host-bound on one GPU: one CUDA graph per step takes most of it away.
-# - Like against like, the step model has an epoch's steps 2.3 times shorter on three GPUs at width 256 under every link row: model size does not explain the post.
-# - With what does not split, a 3-GPU epoch is about 54% of one H200's (modelled from recorded parts): three GPUs win the 200 epochs with any extra launch under 22 s.
-
-# %% [markdown]
-# ## Exercises
-# 1. With `Costs(c0=2e-3, k=0, latency=1e-3, bandwidth=1e9)` and the posted sizes, what speedup does the predictor give 3 workers over 1? Work it out by hand, then `check("06.1", answer)`
-
-# %%
-check("06.1", ...)
-
-# %% [markdown]
 # ## Case 2's answer
 # **On an H200 host three GPUs should win the post's 200 epochs; the post's loss came from something that
 # grows with the ranks on the asker's host.** One H200's epoch (0.242 s, recorded, one run) taken apart:
@@ -260,3 +246,17 @@ for name in ("case2-launch-cpu2", "case2-launch-h200x1"):
 # ranks: the NVML block called by three processes at once, three ranks and their data on few host cores, a
 # slow link. None is measured on GPUs; notebook 04's command records the run that decides,
 # `case2-launch-h200x3`.
+
+# %% [markdown]
+# ## Summary
+# - Check a break-even model against a measured pair, and name what it lacks: two models, two errors here.
+# - Case 2's step is host-bound on one GPU: one CUDA graph per step takes most of it away.
+# - Like against like, the step model has an epoch's steps 2.3 times shorter on three GPUs at width 256 under every link row: model size does not explain the post.
+# - With what does not split, a 3-GPU epoch is about 54% of one H200's (modelled from recorded parts): three GPUs win the 200 epochs with any extra launch under 22 s.
+
+# %% [markdown]
+# ## Exercises
+# 1. With `Costs(c0=2e-3, k=0, latency=1e-3, bandwidth=1e9)` and the posted sizes, what speedup does the predictor give 3 workers over 1? Work it out by hand, then `check("06.1", answer)`
+
+# %%
+check("06.1", ...)
