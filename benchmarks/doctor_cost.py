@@ -97,11 +97,11 @@ def _plain(cmd) -> str:
         return ""
 
 
-def gpu_command(config: str, nproc: int) -> list[str]:
+def gpu_command(config: str, nproc: int, steps: int | None = None) -> list[str]:
     width, depth, batch = (int(x) for x in config.split("x"))
     torchrun = str(Path(sys.executable).parent / "torchrun")
     return [torchrun, "--standalone", "--nproc_per_node", str(nproc), str(GPU_WORKLOAD), "--width", str(width),
-            "--depth", str(depth), "--batch", str(batch)]
+            "--depth", str(depth), "--batch", str(batch)] + (["--steps", str(steps)] if steps else [])
 
 
 def summarise(runs: dict, key: str) -> dict:
@@ -113,8 +113,12 @@ def summarise(runs: dict, key: str) -> dict:
         cost = cmp["median_ratio"] - 1 if cmp["median_ratio"] else None
         said_med = statistics.median(said) if said else None
         lo, hi = (cmp["min_ratio"] - 1, cmp["max_ratio"] - 1) if cmp["rounds"] else (None, None)
-        out[arm] = {"compare": cmp, "median_cost": cost, "cost_range": [lo, hi], "self_reported": said_med,
-                    "self_within_spread": None if said_med is None or lo is None else lo <= said_med <= hi}
+        ci = spread.median_interval(cmp["ratios"])
+        ci = [ci[0] - 1, ci[1] - 1] if ci else None
+        out[arm] = {"compare": cmp, "median_cost": cost, "cost_range": [lo, hi], "median_cost_95": ci,
+                    "self_reported": said_med,
+                    "self_within_spread": None if said_med is None or lo is None else lo <= said_med <= hi,
+                    "self_within_95": None if said_med is None or ci is None else ci[0] <= said_med <= ci[1]}
     return out
 
 
@@ -124,7 +128,8 @@ def main():
     p.add_argument("--cuda", action="store_true", help="the GPU workload on every visible GPU, NCCL")
     p.add_argument("--config", action="append", help="GPU: WIDTHxDEPTHxBATCH (repeat; default: " +
                    ", ".join(GPU_CONFIGS) + ")")
-    p.add_argument("--budget-s", type=float, default=None, help="GPU: stop starting rounds past this many seconds")
+    p.add_argument("--budget-s", type=float, default=None, help="GPU: start no round past this many seconds")
+    p.add_argument("--workload-steps", type=int, default=None, help="GPU: the workload's steps a run (default its 600)")
     p.add_argument("--log", metavar="FILE", help="append each round's readings here as JSON lines")
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     a = p.parse_args()
@@ -140,10 +145,11 @@ def main():
         for cfg in config["configs"]:
             if a.budget_s and time.time() - t0 > a.budget_s:
                 break
-            cmd = gpu_command(cfg, nproc)
+            cmd = gpu_command(cfg, nproc, a.workload_steps)
             arms = ["plain", "doctor"]
             runs, elapsed = interleaved(arms, a.rounds, lambda w, cmd=cmd, cfg=cfg: _logged(
-                a.log, cfg, w, run_once(w, cmd, "GPU_MLP", "step_s")), key="step_s")
+                a.log, cfg, w, run_once(w, cmd, "GPU_MLP", "step_s")), key="step_s",
+                deadline=t0 + a.budget_s if a.budget_s else None)
             res["configs"][cfg] = {"command": cmd, "runs": runs, "arms": summarise(runs, "step_s"),
                                    "elapsed_s": elapsed}
             print(cfg, json.dumps({k: v["median_cost"] for k, v in res["configs"][cfg]["arms"].items()}), flush=True)

@@ -81,3 +81,14 @@ def test_compare_with_nothing_paired():
     c = spread.compare_rounds([None, 0.1], [0.1, None])
     assert c["rounds"] == 0 and c["median_ratio"] is None
     assert c["verdict"].startswith("not resolvable")
+
+
+def test_median_interval_is_the_sign_tests():
+    # the textbook order statistics for a 95% interval of the median: n=6 -> (1st, 6th), n=20 -> (6th, 15th),
+    # n=30 -> (10th, 21st); under 6 values no interval reaches 95%
+    assert spread.median_interval(range(1, 6)) is None
+    assert spread.median_interval([6, 1, 5, 2, 4, 3]) == (1.0, 6.0)
+    assert spread.median_interval(range(1, 21)) == (6.0, 15.0)
+    assert spread.median_interval(range(1, 31)) == (10.0, 21.0)
+    # a lower level narrows it
+    assert spread.median_interval(range(1, 21), level=0.5) == (8.0, 13.0)

@@ -4,13 +4,15 @@ repeats' spread.
 
 `summary(values)`: median, quartiles, IQR, min, max; `interleave(names, rounds)`: the running order
 of every round, so no setup always runs first or after the same one; `compare_rounds(a, b)`: per-round
-ratios b / a of two setups timed in the same rounds, and a `verdict` by the sign test of `VERDICT_RULE`.
+ratios b / a of two setups timed in the same rounds, and a `verdict` by the sign test of `VERDICT_RULE`;
+`median_interval(values)`: a distribution-free interval for their median.
 A leaf of the package: it imports nothing from ddp_lessons.
 """
 
 from __future__ import annotations
 
 import statistics
+from math import comb
 
 # With no real difference, all of n rounds land on one side by chance with probability 2 / 2**n
 # (`chance_level`): 25% for 3 rounds, 6% for 5, 0.2% for 10. Fewer than 5 decide nothing.
@@ -70,6 +72,22 @@ def chance_level(n: int) -> float:
     """The probability that all of `n` paired rounds fall on one side (either side) when the two
     setups do not differ: the sign test's two-sided p-value at its most extreme outcome."""
     return min(1.0, 2.0 * 0.5 ** n) if n > 0 else 1.0
+
+
+def median_interval(values, level: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of `values` (the sign test's: between the k-th smallest
+    and the k-th largest, k the largest with P(Binomial(n, 1/2) < k) <= (1 - level) / 2); None where n is
+    too small for `level` (fewer than 6 values at 95%)."""
+    v = sorted(float(x) for x in values)
+    n, tail, k, cum = len(v), (1.0 - level) / 2.0, 0, 0.0
+    while k < n:
+        nxt = cum + comb(n, k) * 0.5 ** n
+        if nxt > tail:
+            break
+        cum, k = nxt, k + 1
+    if k == 0:
+        return None
+    return v[k - 1], v[n - k]
 
 
 def inside_spread(ratios) -> bool:
