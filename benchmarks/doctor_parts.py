@@ -1,7 +1,8 @@
 """What each of the doctor's per-step parts costs the host on this machine, one part at a time, in one process:
 a mark on its clock (a CUDA event from the ring on a GPU, perf_counter on CPUs), the counting wrapper around
-every hook, a forward through its instance wrapper, and the compute-end callback armed on a backward (a
-backward with it against one without, interleaved in blocks). Beside benchmarks/doctor_cost.py, which
+every hook, and the compute-end callback on a backward: the doctor's (a pre-hook registered once, armed by a
+flag) and the per-step one it falls back to (a pre-hook put on each forward's output), each against a
+backward without, interleaved in blocks. Beside benchmarks/doctor_cost.py, which
 measures the whole against the command alone: these say where that cost goes.
 
     PYTHONPATH=$PWD/src python3 benchmarks/doctor_parts.py [--cuda] [--out parts.json]
@@ -17,6 +18,7 @@ import time
 import torch
 from torch import nn
 
+from ddp_lessons.tool import spread
 from ddp_lessons.tool.timing import clocks, compute_end
 
 
@@ -64,28 +66,35 @@ def main():
     model = nn.Sequential(*layers, nn.Linear(a.width, 1)).to(dev)
     x = torch.randn(256, 16, device=dev)
 
-    def backward(arm: bool):
+    marker = compute_end.EndMarker(model, clock.mark)
+
+    def backward(how: str):
         out = model(x)
-        if arm:
+        if how == "marker":
+            marker.arm(out)
+        elif how == "per_step":
             compute_end.arm(clock.mark, out)
         out.sum().backward()
-    for arm in (False, True):
-        backward(arm)
-    blocks: dict = {"plain": [], "armed": []}
-    for r in range(10):   # interleaved blocks of 200 forward-backwards, host time (the GPU keeps up: small)
-        for arm in ((False, True) if r % 2 == 0 else (True, False)):
+    hows = ["plain", "marker", "per_step"]
+    for how in hows:
+        backward(how)
+    blocks: dict = {h: [] for h in hows}
+    for order in spread.interleave(hows, 12):   # blocks of 200 forward-backwards, host time (ends synchronised)
+        for how in order:
             if a.cuda:
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
             for _ in range(200):
-                backward(arm)
+                backward(how)
             if a.cuda:
                 torch.cuda.synchronize()
-            blocks["armed" if arm else "plain"].append((time.perf_counter() - t0) / 200)
-    diffs = [b - p for p, b in zip(blocks["plain"], blocks["armed"], strict=True)]
+            blocks[how].append((time.perf_counter() - t0) / 200)
     res["step_us"] = statistics.median(blocks["plain"]) * 1e6
-    res["compute_end_us"] = statistics.median(diffs) * 1e6
-    res["compute_end_us_range"] = [min(diffs) * 1e6, max(diffs) * 1e6]
+    for how in hows[1:]:
+        diffs = [b - p for p, b in zip(blocks["plain"], blocks[how], strict=True)]
+        res[f"compute_end_{how}_us"] = statistics.median(diffs) * 1e6
+        res[f"compute_end_{how}_us_95"] = [d * 1e6 for d in spread.median_interval(diffs) or ()]
+    res["marker_fell_back"] = marker.per_step
     print(json.dumps(res, indent=1))
     if a.out:
         with open(a.out, "w") as f:

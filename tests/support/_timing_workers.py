@@ -103,6 +103,34 @@ def light_mode(steps=6, delay_s=0.0, ddp_logging=True, mode="light"):
     return out
 
 
+def light_unused_last(steps=6, skip_from=3):
+    """Mode "light" on a model whose last parameter (a second head) is used until step `skip_from` and not
+    after (find_unused_parameters): the compute end's hook, registered once on that parameter, misses its
+    backward from there on. Returns the result, and whether the marker went to each step's own hook."""
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body, self.a, self.b = nn.Linear(32, 64), nn.Linear(64, 1), nn.Linear(64, 1)
+
+        def forward(self, x, both=True):
+            h = self.body(x).relu()
+            return self.a(h) + self.b(h) if both else self.a(h)
+    model = DDP(TwoHeads(), find_unused_parameters=True)
+    timer = StepTimer(model, mode="light", ddp_logging=False)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    for i in range(steps):
+        with timer.phase("forward"):
+            loss = model(torch.randn(16, 32), both=i < skip_from).pow(2).mean()
+        timer.finish_step(loss, opt)
+    per_step = timer._end_marker.per_step
+    out = timer.result()
+    out["per_step"] = per_step
+    return out
+
+
 def light_straggler(steps=30, slow_s=0.02, ddp_logging=False):
     """Mode "light" (a GPU's: DDP's own all-reduce) with rank 1 computing `slow_s` more in every forward;
     `ddp_logging`: DDP's own timings read as a GPU once read them (every 10th step) or not at all."""

@@ -192,6 +192,18 @@ def test_light_mode_without_ddp_logging_still_splits_every_backward():
         assert s["backward_compute"] + s["exposed"] == pytest.approx(s["backward"])
 
 
+def test_compute_end_is_marked_when_the_hooked_parameter_goes_unused():
+    """The compute end's hook sits, once, on the last parameter's gradient accumulator; a step that leaves
+    that parameter unused never reaches it, and from the next armed step on each backward is hooked itself:
+    only the step that missed goes without its mark."""
+    rank = launch(w.light_unused_last, (6, 3), world_size=1)[0]
+    marked = ["computed" in s for s in rank["steps"]]
+    assert marked == [True, True, True, False, True, True], marked
+    assert rank["per_step"] is True
+    whole = launch(w.light_unused_last, (4, 99), world_size=1)[0]
+    assert all("computed" in s for s in whole["steps"]) and whole["per_step"] is False
+
+
 @pytest.mark.parametrize("ddp_logging", [False, 10])
 def test_a_slower_rank_is_named_in_light_mode_from_every_step(ddp_logging):
     """Mode "light" is a GPU's: waits come from each step's compute end (an autograd callback), every step.

@@ -1,11 +1,16 @@
 """The end of a backward's compute, marked from inside autograd (mode "light": DDP's own C++ all-reduce).
 
-At a forward of the DDP model that will all-reduce, `arm` puts a pre-hook on the grad_fn of the output's
-tensors; the first to run queues an autograd final callback, which runs once every gradient is computed
-and before DDP's own (`finalize_backward`, queued when its last bucket is ready): callbacks run in the
-order queued. It makes one mark: on a GPU a CUDA event on the current stream, reached once every
-backward kernel is done, before the stream waits for NCCL. So `exposed` (the backward's end minus it)
-and `ready` come on every step, with no host-device sync and no Python comm hook.
+A forward of the DDP model that will all-reduce arms it (`EndMarker.arm`); in its backward a pre-hook
+queues an autograd final callback, which runs once every gradient is computed and before DDP's own
+(`finalize_backward`, queued when its last bucket is ready): callbacks run in the order queued. It makes
+one mark: on a GPU a CUDA event on the current stream, reached once every backward kernel is done,
+before the stream waits for NCCL. So `exposed` (the backward's end minus it) and `ready` come on every
+step, with no host-device sync and no Python comm hook.
+
+The pre-hook is registered once, on the gradient accumulator of the model's last parameter (the first
+gradient a backward computes; a pre-hook runs before DDP's own hook on that node); arming a step sets a
+flag. A backward that did not reach it (that parameter unused in the step) switches the marker to
+`arm`'s way for the rest of the run: a pre-hook on the grad_fn of the forward's output, each step.
 """
 
 from __future__ import annotations
@@ -48,3 +53,41 @@ def arm(mark_end, out) -> bool:
     for node in nodes.values():
         node.register_prehook(pre)
     return True
+
+
+class EndMarker:
+    """`mark_end()` once per armed backward, from a pre-hook registered once (see the module's docstring)."""
+
+    def __init__(self, model, mark_end):
+        self.mark_end, self.armed, self.per_step, self.handle = mark_end, False, False, None
+        params = [p for p in model.parameters() if p.requires_grad] if model is not None else []
+        try:
+            acc = params[-1].view_as(params[-1]).grad_fn.next_functions[0][0]
+            self.handle = acc.register_prehook(self._pre)
+            self._node = acc   # kept: a parameter holds its accumulator weakly
+        except (IndexError, AttributeError, RuntimeError):
+            self.per_step = True
+
+    def _pre(self, grad_outputs):
+        if self.armed:
+            self.armed = False
+            torch.autograd.Variable._execution_engine.queue_callback(self.mark_end)
+
+    def arm(self, out) -> bool:
+        """The next backward (through `out`) marks its compute's end."""
+        if self.per_step:
+            return arm(self.mark_end, out)
+        if self.armed:   # the last armed backward never reached the hook: each step's own, from now on
+            self.armed, self.per_step = False, True
+            self.remove()
+            return arm(self.mark_end, out)
+        self.armed = True
+        return True
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def remove(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = self._node = None

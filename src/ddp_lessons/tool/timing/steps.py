@@ -109,7 +109,15 @@ class StepMarks(StepEvents):
 
     def arm_compute_end(self, output) -> bool:
         """Have the backward through `output` mark its compute's end (mode "light": `timing.compute_end`)."""
-        return compute_end.arm(self._computed, output)
+        marker = getattr(self, "_end_marker", None)
+        if marker is None:
+            marker = self._end_marker = compute_end.EndMarker(getattr(self, "model", None), self._computed)
+        return marker.arm(output)
+
+    def _drop_end_marker(self) -> None:
+        marker = getattr(self, "_end_marker", None)
+        if marker is not None:
+            marker.remove()
 
     def outside(self, name: str):
         """Time the enclosed block as work outside the steps named `name` (e.g. "eval"), kept as a named

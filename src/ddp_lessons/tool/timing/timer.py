@@ -182,6 +182,7 @@ class StepTimer(StepMarks):
         for h in self._handles:
             h.remove()
         self._handles = []
+        self._drop_end_marker()
         out = run_info(self.device, self.mode, self.batch_size, self.group)
         out["kind"] = KIND
         if not self.enabled:

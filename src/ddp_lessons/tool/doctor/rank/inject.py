@@ -179,6 +179,8 @@ def _watch_model():
         def forward(*args, **kwargs):
             mod = ref()
             REC.module_calls += 1
+            if REC.depth:   # called inside the wrapper's own forward (DDP's module): nothing to tell
+                return inner(*args, **kwargs) if own is not None else inner(mod, *args, **kwargs)
             pre(mod, grad_on())
             REC.depth += 1
             try:
