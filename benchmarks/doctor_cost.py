@@ -131,6 +131,7 @@ def main():
     p.add_argument("--budget-s", type=float, default=None, help="GPU: start no round past this many seconds")
     p.add_argument("--workload-steps", type=int, default=None, help="GPU: the workload's steps a run (default its 600)")
     p.add_argument("--log", metavar="FILE", help="append each round's readings here as JSON lines")
+    p.add_argument("--parts", metavar="FILE", help="benchmarks/doctor_parts.py's output on this machine, kept in the record")
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     a = p.parse_args()
     t0 = time.time()
@@ -155,6 +156,9 @@ def main():
             print(cfg, json.dumps({k: v["median_cost"] for k, v in res["configs"][cfg]["arms"].items()}), flush=True)
         config["gpus"] = nproc
     print(json.dumps(_brief(res), indent=1))
+    if a.parts:
+        with open(a.parts) as f:
+            res["parts"] = json.load(f)
     if a.record:
         rec = records.make_record("doctor-cost", {"script": "benchmarks/doctor_cost.py", **config, **vars(a)},
                                   res, backend="nccl" if a.cuda else "gloo")

@@ -13,6 +13,7 @@ machine=${MACHINE:?name the machine, e.g. MACHINE=h100x1}
 nvidia-smi -L
 $py -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(), torch.cuda.device_count())'
 $py benchmarks/doctor_straggler.py --record "doctor-straggler-$machine" 2>&1 | tee "$out/straggler.log"
-$py benchmarks/doctor_cost.py --cuda --rounds "${ROUNDS:-7}" --budget-s "${BUDGET_S:-330}" \
-    --log "$out/cost-rounds.jsonl" --record "doctor-cost-$machine" 2>&1 | tee "$out/cost.log"
+$py benchmarks/doctor_parts.py --cuda --out "$out/parts.json"
+$py benchmarks/doctor_cost.py --cuda --rounds "${ROUNDS:-40}" --budget-s "${BUDGET_S:-470}" --config 256x8x256 \
+    --log "$out/cost-rounds.jsonl" --parts "$out/parts.json" --record "doctor-cost-$machine" 2>&1 | tee "$out/cost.log"
 cp data/runs/doctor-straggler-"$machine".json data/runs/doctor-cost-"$machine".json "$out/" 2>/dev/null
