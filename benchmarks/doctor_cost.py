@@ -131,7 +131,8 @@ def main():
     p.add_argument("--budget-s", type=float, default=None, help="GPU: start no round past this many seconds")
     p.add_argument("--workload-steps", type=int, default=None, help="GPU: the workload's steps a run (default its 600)")
     p.add_argument("--log", metavar="FILE", help="append each round's readings here as JSON lines")
-    p.add_argument("--parts", metavar="FILE", help="benchmarks/doctor_parts.py's output on this machine, kept in the record")
+    p.add_argument("--parts", metavar="FILE",
+                   help="benchmarks/doctor_parts.py's output on this machine, kept in the record")
     p.add_argument("--record", metavar="NAME", help="save as data/runs/NAME.json")
     a = p.parse_args()
     t0 = time.time()
