@@ -125,7 +125,7 @@ def light_unused_last(steps=6, skip_from=3):
         with timer.phase("forward"):
             loss = model(torch.randn(16, 32), both=i < skip_from).pow(2).mean()
         timer.finish_step(loss, opt)
-    per_step = timer._end_marker.per_step
+    per_step = timer.compute_end_per_step
     out = timer.result()
     out["per_step"] = per_step
     return out

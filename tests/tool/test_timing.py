@@ -172,8 +172,8 @@ def test_light_mode_on_gloo_gives_the_same_keys_and_counts():
 
 def test_light_mode_sees_a_known_delay():
     delay = 0.05
-    base = launch(w.light_mode, (6,), world_size=2)
-    slow = launch(w.light_mode, (6, delay), world_size=2)
+    base = launch(w.light_mode, (10,), world_size=2)
+    slow = launch(w.light_mode, (10, delay), world_size=2)
     for b, s in zip(base, slow, strict=True):
         assert s["comm_hook"].endswith("delayed_hook")  # registered as it is, not wrapped
         calls = _median(s, "allreduce_calls")

@@ -1,16 +1,11 @@
 """The end of a backward's compute, marked from inside autograd (mode "light": DDP's own C++ all-reduce).
 
-A forward of the DDP model that will all-reduce arms it (`EndMarker.arm`); in its backward a pre-hook
-queues an autograd final callback, which runs once every gradient is computed and before DDP's own
-(`finalize_backward`, queued when its last bucket is ready): callbacks run in the order queued. It makes
-one mark: on a GPU a CUDA event on the current stream, reached once every backward kernel is done,
-before the stream waits for NCCL. So `exposed` (the backward's end minus it) and `ready` come on every
-step, with no host-device sync and no Python comm hook.
-
-The pre-hook is registered once, on the gradient accumulator of the model's last parameter (the first
-gradient a backward computes; a pre-hook runs before DDP's own hook on that node); arming a step sets a
-flag. A backward that did not reach it (that parameter unused in the step) switches the marker to
-`arm`'s way for the rest of the run: a pre-hook on the grad_fn of the forward's output, each step.
+A pre-hook, registered once on the gradient accumulator of the model's last parameter (the first gradient
+a backward computes) and armed by a flag each step, queues an autograd final callback that runs before
+DDP's own (`finalize_backward`): callbacks run in the order queued. It makes one mark, on a GPU a CUDA
+event reached once every backward kernel is done, before the stream waits for NCCL; so `exposed` and
+`ready` come on every step, with no host-device sync and no Python comm hook. A backward that left that
+parameter unused switches the marker to a pre-hook on each step's output's grad_fn for the rest of the run.
 """
 
 from __future__ import annotations

@@ -114,6 +114,13 @@ class StepMarks(StepEvents):
             marker = self._end_marker = compute_end.EndMarker(getattr(self, "model", None), self._computed)
         return marker.arm(output)
 
+    @property
+    def compute_end_per_step(self) -> bool:
+        """True once the compute end is marked by a hook put on each step's output (a step left the hooked
+        parameter unused), False while the one pre-hook marks it."""
+        marker = getattr(self, "_end_marker", None)
+        return marker is not None and marker.per_step
+
     def _drop_end_marker(self) -> None:
         marker = getattr(self, "_end_marker", None)
         if marker is not None:
